@@ -1,0 +1,27 @@
+/**
+ * Every error code an rlvr package throws. Codes are stable API: match on `error.code`, never on the
+ * message text.
+ */
+export const ErrorCode = {
+  /** An argument of a public function was missing, of the wrong type, or out of range. */
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** Arrays that must line up (same length, same ragged shape) do not. */
+  SHAPE_MISMATCH: 'SHAPE_MISMATCH',
+  /** A number that must be finite (reward, logprob, weight) is NaN or infinite. */
+  NON_FINITE: 'NON_FINITE',
+  /** A checkpoint, tokenizer or ONNX graph could not be read or is malformed. */
+  MODEL_LOAD_FAILED: 'MODEL_LOAD_FAILED',
+  /** An implementation declares a `specificationVersion` this package does not support. */
+  UNSUPPORTED_SPECIFICATION: 'UNSUPPORTED_SPECIFICATION',
+  /** A requested feature, backend or execution provider is not available here. */
+  UNAVAILABLE: 'UNAVAILABLE',
+  /** A verifier itself failed (not the model output it was checking). */
+  VERIFIER_FAILED: 'VERIFIER_FAILED',
+  /** An operation did not finish within its time budget. */
+  TIMEOUT: 'TIMEOUT',
+  /** An operation was cancelled through an `AbortSignal`. */
+  ABORTED: 'ABORTED',
+} as const;
+
+/** Union of the values of {@link ErrorCode}. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
