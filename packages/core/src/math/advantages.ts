@@ -143,8 +143,22 @@ function readOptions(options: GroupAdvantagesOptions): Settings {
       functionName: FN,
     },
   );
+  const multiReward = validateOneOf(
+    raw.multiReward ?? 'sum_then_normalize',
+    ['sum_then_normalize', 'normalize_then_sum'],
+    {
+      parameter: 'options.multiReward',
+      functionName: FN,
+    },
+  );
   const defaultScale: AdvantageScaling =
-    baseline === 'mean' ? 'group' : baseline === 'leave-one-out' ? 'none' : 'batch';
+    multiReward === 'normalize_then_sum'
+      ? 'batch'
+      : baseline === 'mean'
+        ? 'group'
+        : baseline === 'leave-one-out'
+          ? 'none'
+          : 'batch';
   const scale = validateOneOf(raw.scale ?? defaultScale, ['group', 'batch', 'none'], {
     parameter: 'options.scale',
     functionName: FN,
@@ -167,14 +181,6 @@ function readOptions(options: GroupAdvantagesOptions): Settings {
     functionName: FN,
     min: 0,
   });
-  const multiReward = validateOneOf(
-    raw.multiReward ?? 'sum_then_normalize',
-    ['sum_then_normalize', 'normalize_then_sum'],
-    {
-      parameter: 'options.multiReward',
-      functionName: FN,
-    },
-  );
   if (multiReward === 'normalize_then_sum' && baseline !== 'mean') {
     throw new InvalidArgumentError({
       parameter: 'options.baseline',
@@ -202,7 +208,7 @@ function readOptions(options: GroupAdvantagesOptions): Settings {
   return {
     groupSize,
     baseline,
-    scale: multiReward === 'normalize_then_sum' && raw.scale === undefined ? 'batch' : scale,
+    scale,
     std,
     epsilon,
     weights,
@@ -347,8 +353,8 @@ function centeredAndScaled(
   if (scale === 'group') {
     for (let index = 0; index < rewards.length; index++) {
       if (rewards[index] === null) continue;
-      advantages[index] =
-        advantages[index]! / (groupStds[Math.floor(index / groupSize)]! + epsilon);
+      const groupStd = groupStds[Math.floor(index / groupSize)]!;
+      advantages[index] = divideByStd(advantages[index]!, groupStd, epsilon);
     }
   } else if (scale === 'batch') {
     if (baseline === 'reinforce-plus-plus') {
@@ -357,11 +363,17 @@ function centeredAndScaled(
       const batchStd = meanAndStd(validValues(rewards), std).std;
       for (let index = 0; index < rewards.length; index++) {
         if (rewards[index] === null) continue;
-        advantages[index] = advantages[index]! / (batchStd + epsilon);
+        advantages[index] = divideByStd(advantages[index]!, batchStd, epsilon);
       }
     }
   }
   return { advantages, groupMeans, groupStds, zeroStdGroups };
+}
+
+/** x / (std + ε); 0 when both are 0 (a zero-variance set has nothing to scale). */
+function divideByStd(value: number, std: number, epsilon: number): number {
+  const denominator = std + epsilon;
+  return denominator > 0 ? value / denominator : 0;
 }
 
 /**
@@ -379,7 +391,7 @@ function whiten(
   const stats = meanAndStd(present, std);
   for (let index = 0; index < values.length; index++) {
     if (rewards[index] === null) continue;
-    values[index] = values[index]! / (stats.std + epsilon);
+    values[index] = divideByStd(values[index]!, stats.std, epsilon);
   }
 }
 
@@ -400,7 +412,7 @@ function gdpoAdvantages(
         const value = values[index];
         if (value === null || value === undefined) continue;
         const z =
-          stats.std <= ZERO_STD_TOLERANCE ? 0 : (value - stats.mean) / (stats.std + epsilon);
+          stats.std <= ZERO_STD_TOLERANCE ? 0 : divideByStd(value - stats.mean, stats.std, epsilon);
         summed[index] = (summed[index] ?? 0) + weight * z;
       }
     }

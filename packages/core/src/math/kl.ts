@@ -28,8 +28,9 @@ export function klValue(logprob: number, refLogprob: number, estimator: KlEstima
       return Math.abs(difference);
     case 'k3': {
       const logRatio = Math.min(Math.max(-difference, -20), 20);
-      const value = Math.exp(logRatio) - logRatio - 1;
-      return Math.min(Math.max(value, -10), 10);
+      // expm1 avoids the cancellation of exp(x) − x − 1 near 0; the estimator is ≥ 0 exactly.
+      const value = Math.max(Math.expm1(logRatio) - logRatio, 0);
+      return Math.min(value, 10);
     }
   }
 }
@@ -47,8 +48,8 @@ export function klGradient(logprob: number, refLogprob: number, estimator: KlEst
     case 'k3': {
       const logRatio = -difference;
       if (logRatio < -20 || logRatio > 20) return 0;
-      if (Math.exp(logRatio) - logRatio - 1 > 10) return 0;
-      return 1 - Math.exp(logRatio);
+      if (Math.expm1(logRatio) - logRatio > 10) return 0;
+      return -Math.expm1(logRatio);
     }
   }
 }

@@ -239,7 +239,7 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
       }
       lossRow[index] = total;
       policyRow[index] = importance * pg;
-      gradientRow[index] = gradient;
+      gradientRow[index] = gradient + 0; // normalizes -0
       stats.approxKl += m * (oldLogprobs[sequence]![index]! - logprobs[sequence]![index]!);
       stats.ratioSum += m * ratio;
       stats.ratioMin = Math.min(stats.ratioMin, ratio);
