@@ -46,8 +46,8 @@ describe('filterGroups', () => {
     expect(result.fracAllCorrect).toBe(0.25);
     expect(result.fracAllWrong).toBe(0.25);
     expect(result.dropped).toEqual([
-      { index: 0, reason: 'zero-std' },
-      { index: 2, reason: 'zero-std' },
+      { index: 0, reason: 'low-std' },
+      { index: 2, reason: 'low-std' },
     ]);
     expect(result.groups[1]).toEqual({ mean: 0.5, std: 0.5, passRate: 0.5, validCount: 4 });
   });
@@ -63,6 +63,7 @@ describe('filterGroups', () => {
     );
     expect(result.keptIndices).toEqual([1]);
     expect(result.counts.zeroStd).toBe(1); // only the exactly-equal group has zero std
+    expect(result.counts.lowStd).toBe(2);
   });
 
   it('should keep only groups inside the pass-rate band', () => {
@@ -87,7 +88,7 @@ describe('filterGroups', () => {
     expect(result.counts.noRewards).toBe(1);
     expect(result.dropped).toEqual([
       { index: 1, reason: 'no-rewards' },
-      { index: 2, reason: 'zero-std' },
+      { index: 2, reason: 'low-std' },
     ]);
   });
 

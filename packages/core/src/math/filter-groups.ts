@@ -20,7 +20,7 @@ export type FilterGroupsOptions = {
 };
 
 /** Why a group was dropped. */
-export type FilterDropReason = 'zero-std' | 'pass-rate' | 'no-rewards';
+export type FilterDropReason = 'low-std' | 'pass-rate' | 'no-rewards';
 
 /** Result of {@link filterGroups}. */
 export type FilterGroupsResult<T> = {
@@ -35,7 +35,10 @@ export type FilterGroupsResult<T> = {
   counts: {
     total: number;
     kept: number;
+    /** Groups whose rewards are all equal (std 0), whatever `minStd` is: TRL's `frac_reward_zero_std`. */
     zeroStd: number;
+    /** Groups dropped because their std is ≤ `minStd` (includes the zero-std ones when minStd ≥ 0). */
+    lowStd: number;
     allCorrect: number;
     allWrong: number;
     outsidePassRate: number;
@@ -118,6 +121,7 @@ export function filterGroups<T extends RolloutGroup | readonly (number | null)[]
       total: groups.length,
       kept: 0,
       zeroStd: 0,
+      lowStd: 0,
       allCorrect: 0,
       allWrong: 0,
       outsidePassRate: 0,
@@ -144,12 +148,13 @@ export function filterGroups<T extends RolloutGroup | readonly (number | null)[]
       result.dropped.push({ index: groupIndex, reason: 'no-rewards' });
       return;
     }
-    const zeroStd = stats.std <= minStd;
+    const lowStd = stats.std <= minStd;
     if (stats.std <= 1e-12) result.counts.zeroStd++;
     if (passes === rewards.length) result.counts.allCorrect++;
     if (passes === 0) result.counts.allWrong++;
-    if (zeroStd) {
-      result.dropped.push({ index: groupIndex, reason: 'zero-std' });
+    if (lowStd) {
+      result.counts.lowStd++;
+      result.dropped.push({ index: groupIndex, reason: 'low-std' });
     } else if (rate < minPass || rate > maxPass) {
       result.counts.outsidePassRate++;
       result.dropped.push({ index: groupIndex, reason: 'pass-rate' });

@@ -162,6 +162,7 @@ describe('createRng', () => {
     expect(() => createRng(Number.NaN)).toThrow(/got NaN/);
     const rng = createRng(1);
     expect(() => rng.nextInt(0)).toThrow(/maxExclusive/);
+    expect(() => rng.derive(1.5)).toThrow(/parameter 'label' of Rng.derive/);
     expect(() => rng.categorical([0, 0])).toThrow(/positive sum/);
     expect(() => rng.categorical([1, -1])).toThrow(/weights\[1\]/);
     expect(() => rng.categorical([1, Number.NaN])).toThrow(/NON_FINITE|finite/);

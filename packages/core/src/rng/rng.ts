@@ -176,6 +176,16 @@ class Xoshiro128StarStar implements Rng {
   }
 
   derive(label: string | number): Rng {
+    if (typeof label === 'number') {
+      validateInteger(label, { parameter: 'label', functionName: 'Rng.derive' });
+    } else if (typeof label !== 'string') {
+      throw new InvalidArgumentError({
+        parameter: 'label',
+        functionName: 'Rng.derive',
+        value: label,
+        expected: 'a string or an integer',
+      });
+    }
     const labelHash =
       typeof label === 'number'
         ? splitmix32(label | 0) ^ splitmix32(Math.floor(label / TWO_POW_32))
