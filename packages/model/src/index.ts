@@ -1,0 +1,58 @@
+export type { Checkpoint, TokenizerFiles } from './checkpoint/checkpoint.js';
+export { getTensor, validateCheckpoint } from './checkpoint/checkpoint.js';
+export type { LoadCheckpointOptions, SaveCheckpointOptions } from './checkpoint/checkpoint-io.js';
+export { CHECKPOINT_FILES, loadCheckpoint, saveCheckpoint } from './checkpoint/checkpoint-io.js';
+export type { RandomCheckpointOptions } from './checkpoint/random-init.js';
+export { createRandomCheckpoint } from './checkpoint/random-init.js';
+export type { TensorSpec } from './checkpoint/tensor-names.js';
+export { llamaTensorNames, llamaTensorSpecs } from './checkpoint/tensor-names.js';
+export type { LlamaConfig, LlamaConfigInput, LlamaModelType } from './config/llama-config.js';
+export {
+  countParameters,
+  llamaBiases,
+  parseLlamaConfig,
+  SUPPORTED_MODEL_TYPES,
+} from './config/llama-config.js';
+export { ModelLoadError } from './errors/model-load-error.js';
+export type { ExportOnnxOptions } from './onnx/export-onnx.js';
+export {
+  exportOnnx,
+  MASK_VALUE,
+  ONNX_OPSET,
+  onnxIoNames,
+  writeOnnxModel,
+} from './onnx/export-onnx.js';
+export type {
+  Float64Tensor,
+  KeyValue,
+  ReferenceForwardInput,
+  ReferenceForwardResult,
+} from './reference/reference-forward.js';
+export { defaultPositionIds, referenceForward } from './reference/reference-forward.js';
+export {
+  bfloat16BitsToFloat32,
+  float16BitsToFloat32,
+  float32ToBfloat16Bits,
+  float32ToFloat16Bits,
+} from './safetensors/float16.js';
+export type {
+  ReadSafetensorsOptions,
+  SafetensorsContents,
+  SafetensorsDtype,
+  SafetensorsEntry,
+  SafetensorsHeader,
+  SafetensorsWriteDtype,
+  WriteSafetensorsOptions,
+} from './safetensors/safetensors.js';
+export {
+  encodeSafetensors,
+  parseSafetensors,
+  readSafetensors,
+  readSafetensorsHeader,
+  writeSafetensors,
+} from './safetensors/safetensors.js';
+export type { BuildTokenizerOptions, SpecialTokens } from './tokenizer/build-tokenizer.js';
+export { buildCharTokenizer, buildWordTokenizer } from './tokenizer/build-tokenizer.js';
+export type { ChatMessage, ChatTemplateOptions, Tokenizer } from './tokenizer/tokenizer.js';
+export { createTokenizer, loadTokenizer } from './tokenizer/tokenizer.js';
+export { VERSION } from './version.js';

@@ -1,0 +1,21 @@
+export type { TokenEvent } from './engine/generate-batch.js';
+export {
+  DistributionBuilder,
+  type LogitsProcessorOptions,
+  processLogits,
+  type ResolvedLogitsOptions,
+  resolveLogitsOptions,
+  type TokenDistribution,
+} from './generation/logits-processors.js';
+export { rawLogprob, type SampledToken, sequenceRng, TokenSampler } from './generation/samplers.js';
+export { findStopString, SequenceTracker, type StopMatch } from './generation/stopping-criteria.js';
+export {
+  createOnnxSampler,
+  type OnnxSampler,
+  type OnnxSamplerOptions,
+  type SampleStreamEvent,
+  type WeightSyncTiming,
+} from './onnx/onnx-sampler.js';
+export { EXECUTION_PROVIDERS, type ExecutionProvider } from './onnx/ort.js';
+export type { TokenizerFiles } from './tokenizer/rollout-tokenizer.js';
+export { VERSION } from './version.js';

@@ -1,0 +1,193 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { ErrorCode, RlvrError } from '@rlvr/core';
+import type {
+  GenerationSettings,
+  IndexedCompletion,
+  SequenceJob,
+  TokenEvent,
+} from '../engine/generate-batch.js';
+import type { TokenizerFiles } from '../tokenizer/rollout-tokenizer.js';
+import type { SessionSettings } from './ort.js';
+import type { ModelSource, WorkerError, WorkerRequest, WorkerResponse } from './worker-protocol.js';
+
+/** Rebuilds a typed error from a worker message. @internal */
+export function deserializeError(error: WorkerError, context: string): Error {
+  const code = error.code && error.code in ErrorCode ? (error.code as ErrorCode) : undefined;
+  const cause = Object.assign(new Error(error.message), { name: error.name, stack: error.stack });
+  if (code) return new RlvrError(code, error.message, { cause });
+  return new RlvrError(ErrorCode.MODEL_LOAD_FAILED, `${context}: ${error.message}`, { cause });
+}
+
+function startWorker(): Worker {
+  const here = import.meta.url;
+  if (here.endsWith('.ts')) {
+    // running from source (tests): register tsx in the worker, then load the TypeScript entry
+    const tsx = pathToFileURL(
+      createRequire(here)
+        .resolve('tsx/esm/api')
+        .replace(/\.cjs$/, '.mjs'),
+    ).href;
+    const entry = new URL('./worker.ts', here).href;
+    return new Worker(
+      `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(entry)}); });`,
+      { eval: true },
+    );
+  }
+  return new Worker(new URL(here.endsWith('.cjs') ? './worker.cjs' : './worker.js', here));
+}
+
+type Pending = {
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+  onToken?: (event: TokenEvent) => void;
+};
+
+/** One worker thread holding one ONNX session. @internal */
+class SessionWorker {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextJobId = 1;
+  private failure: Error | undefined;
+  readonly ready: Promise<number>;
+
+  constructor(init: Extract<WorkerRequest, { type: 'init' }>) {
+    this.worker = startWorker();
+    this.ready = new Promise<number>((resolve, reject) => {
+      const onMessage = (message: WorkerResponse) => {
+        if (message.type === 'ready') resolve(message.vocabSize);
+        else if (message.type === 'init-error')
+          reject(deserializeError(message.error, 'worker start failed'));
+        else this.onMessage(message);
+      };
+      this.worker.on('message', onMessage);
+      this.worker.on('error', (error) => {
+        this.failure = new RlvrError(
+          ErrorCode.UNAVAILABLE,
+          `rollout worker crashed: ${error.message}`,
+          {
+            cause: error,
+          },
+        );
+        reject(this.failure);
+        for (const pending of this.pending.values()) pending.reject(this.failure);
+        this.pending.clear();
+      });
+    });
+    this.ready.catch(() => undefined);
+    this.worker.postMessage(init);
+  }
+
+  private onMessage(message: WorkerResponse): void {
+    if (message.type === 'ready' || message.type === 'init-error') return;
+    const pending = this.pending.get(message.jobId);
+    if (!pending) return;
+    if (message.type === 'token') {
+      pending.onToken?.(message.event);
+      return;
+    }
+    this.pending.delete(message.jobId);
+    if (message.type === 'done') pending.resolve(message.completions);
+    else if (message.type === 'updated') pending.resolve(message.elapsedMs);
+    else pending.reject(deserializeError(message.error, 'rollout worker failed'));
+  }
+
+  private request<T>(
+    make: (jobId: number) => WorkerRequest,
+    onToken?: (event: TokenEvent) => void,
+  ): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    const jobId = this.nextJobId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(jobId, { resolve: resolve as (value: unknown) => void, reject, onToken });
+      this.worker.postMessage(make(jobId));
+    });
+  }
+
+  generate(
+    jobs: SequenceJob[],
+    settings: GenerationSettings,
+    abortFlag: SharedArrayBuffer,
+    onToken?: (event: TokenEvent) => void,
+  ): Promise<IndexedCompletion[]> {
+    return this.request(
+      (jobId) => ({
+        type: 'generate',
+        jobId,
+        jobs,
+        settings,
+        abortFlag,
+        stream: onToken !== undefined,
+      }),
+      onToken,
+    );
+  }
+
+  update(model: ModelSource, session: SessionSettings): Promise<number> {
+    return this.request((jobId) => ({ type: 'update', jobId, model, session }));
+  }
+
+  async close(): Promise<void> {
+    this.worker.postMessage({ type: 'close' } satisfies WorkerRequest);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => void this.worker.terminate().then(() => resolve()), 2000);
+      this.worker.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+/**
+ * A fixed set of worker threads, each with its own ONNX session; a request's sequences are split
+ * into contiguous chunks (samples of one prompt stay together where possible, so they share one
+ * prompt forward pass) and generated in parallel.
+ * @internal
+ */
+export class WorkerPool {
+  private readonly workers: SessionWorker[];
+  readonly ready: Promise<number>;
+
+  constructor(
+    count: number,
+    init: { model: ModelSource; session: SessionSettings; tokenizer?: TokenizerFiles },
+  ) {
+    this.workers = Array.from(
+      { length: count },
+      () => new SessionWorker({ type: 'init', ...init }),
+    );
+    this.ready = Promise.all(this.workers.map((worker) => worker.ready)).then((sizes) => sizes[0]!);
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  async generate(
+    jobs: SequenceJob[],
+    settings: GenerationSettings,
+    abortFlag: SharedArrayBuffer,
+    onToken?: (event: TokenEvent) => void,
+  ): Promise<IndexedCompletion[]> {
+    const chunk = Math.ceil(jobs.length / this.workers.length);
+    const parts = await Promise.all(
+      this.workers.map((worker, index) => {
+        const slice = jobs.slice(index * chunk, (index + 1) * chunk);
+        return slice.length === 0 ? [] : worker.generate(slice, settings, abortFlag, onToken);
+      }),
+    );
+    return parts.flat();
+  }
+
+  /** Replaces every worker's session; resolves with the slowest worker's time in ms. */
+  async update(model: ModelSource, session: SessionSettings): Promise<number> {
+    const times = await Promise.all(this.workers.map((worker) => worker.update(model, session)));
+    return Math.max(...times);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((worker) => worker.close()));
+  }
+}

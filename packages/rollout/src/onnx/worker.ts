@@ -1,0 +1,80 @@
+import { parentPort } from 'node:worker_threads';
+import { generateBatch } from '../engine/generate-batch.js';
+import { createRolloutTokenizer, type RolloutTokenizer } from '../tokenizer/rollout-tokenizer.js';
+import { OnnxDecoder } from './onnx-decoder.js';
+import {
+  type ModelSource,
+  serializeError,
+  type WorkerRequest,
+  type WorkerResponse,
+} from './worker-protocol.js';
+
+// Worker-thread entry: owns one ONNX session and generates the batches it is sent.
+if (!parentPort) throw new Error('@rlvr/rollout worker must run in a worker thread');
+const port = parentPort;
+
+let decoder: OnnxDecoder | undefined;
+let tokenizer: RolloutTokenizer | undefined;
+let queue: Promise<void> = Promise.resolve();
+
+const post = (message: WorkerResponse) => port.postMessage(message);
+// onnxruntime-node only accepts bytes backed by a plain ArrayBuffer: copy shared bytes once.
+const modelOf = (source: ModelSource) =>
+  'bytes' in source ? new Uint8Array(source.bytes) : source.path;
+
+async function handle(message: WorkerRequest): Promise<void> {
+  switch (message.type) {
+    case 'init': {
+      try {
+        tokenizer = message.tokenizer ? await createRolloutTokenizer(message.tokenizer) : undefined;
+        decoder = await OnnxDecoder.create(modelOf(message.model), message.session);
+        post({ type: 'ready', vocabSize: decoder.vocabSize });
+      } catch (error) {
+        post({ type: 'init-error', error: serializeError(error) });
+      }
+      return;
+    }
+    case 'generate': {
+      const started = performance.now();
+      try {
+        const flag = new Int32Array(message.abortFlag);
+        const completions = await generateBatch(decoder!, message.jobs, message.settings, {
+          decode: tokenizer ? (ids) => tokenizer!.decode(ids) : undefined,
+          shouldAbort: () => Atomics.load(flag, 0) !== 0,
+          onToken: message.stream
+            ? (event) => post({ type: 'token', jobId: message.jobId, event })
+            : undefined,
+        });
+        post({
+          type: 'done',
+          jobId: message.jobId,
+          completions,
+          elapsedMs: performance.now() - started,
+        });
+      } catch (error) {
+        post({ type: 'error', jobId: message.jobId, error: serializeError(error) });
+      }
+      return;
+    }
+    case 'update': {
+      const started = performance.now();
+      try {
+        await decoder!.replaceSession(modelOf(message.model), message.session);
+        post({ type: 'updated', jobId: message.jobId, elapsedMs: performance.now() - started });
+      } catch (error) {
+        post({ type: 'error', jobId: message.jobId, error: serializeError(error) });
+      }
+      return;
+    }
+    case 'close': {
+      await decoder?.release();
+      decoder = undefined;
+      port.close();
+      return;
+    }
+  }
+}
+
+port.on('message', (message: WorkerRequest) => {
+  queue = queue.then(() => handle(message));
+});
