@@ -1,0 +1,31 @@
+export type {
+  FilterTracesOptions,
+  FilterTracesResult,
+  PromptFilterStats,
+} from './filter/filter-traces.js';
+export { filterTraces } from './filter/filter-traces.js';
+export type { DistillDivergence, TopKLogprobs } from './losses/divergences.js';
+export {
+  distillationLoss,
+  generalizedJsd,
+  klDivergence,
+  topKBuckets,
+} from './losses/divergences.js';
+export type { LossAndGradient } from './losses/gradients.js';
+export { distillationLossAndGradient } from './losses/gradients.js';
+export type { GenerateTracesOptions, GenerateTracesResult } from './traces/generate-traces.js';
+export { generateTraces, readTraces } from './traces/generate-traces.js';
+export type { PromptRecord, TraceRecord } from './traces/trace-record.js';
+export type { DistillCheckpoint } from './train/distill-checkpoint.js';
+export { loadDistillCheckpoint, saveDistillCheckpoint } from './train/distill-checkpoint.js';
+export type {
+  DistillLoss,
+  DistillStepRecord,
+  DistillStudentOptions,
+  DistillStudentResult,
+} from './train/distill-student.js';
+export { distillStudent } from './train/distill-student.js';
+export { assertSharedTokenizer } from './train/shared-tokenizer.js';
+export type { TeacherLogits } from './train/teacher.js';
+export { annotateTopK, teacherFromModel } from './train/teacher.js';
+export { VERSION } from './version.js';

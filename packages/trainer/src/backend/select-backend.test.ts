@@ -1,0 +1,49 @@
+import { RlvrError } from '@rlvr/core';
+import * as tf from '@tensorflow/tfjs-core';
+import { describe, expect, it } from 'vitest';
+import { activeBackend, selectBackend } from './select-backend.js';
+import { FAST_BATCH_MAT_MUL } from './wasm-kernels.js';
+
+describe('selectBackend', () => {
+  it('should register nothing at import time', () => {
+    expect(tf.getKernel(FAST_BATCH_MAT_MUL, 'wasm')).toBeUndefined();
+  });
+
+  it('should skip native TensorFlow when it is not installed and take wasm', async () => {
+    const selected = await selectBackend();
+    // tfjs-node(-gpu) cannot be installed on the CI machine: both attempts are reported.
+    expect(selected.skipped.map((attempt) => attempt.module)).toEqual([
+      '@tensorflow/tfjs-node-gpu',
+      '@tensorflow/tfjs-node',
+    ]);
+    expect(selected.name).toBe('wasm');
+    expect(activeBackend()).toBe('wasm');
+    expect(tf.getKernel(FAST_BATCH_MAT_MUL, 'wasm')).toBeDefined();
+  });
+
+  it('should fall through to the next candidate and honour the order', async () => {
+    const selected = await selectBackend({ candidates: ['tensorflow', 'cpu', 'wasm'] });
+    expect(selected.name).toBe('cpu');
+    expect(tf.getBackend()).toBe('cpu');
+  });
+
+  it('should throw UNAVAILABLE when nothing loads, and validate candidates', async () => {
+    const error = await selectBackend({ candidates: ['tensorflow'] }).catch((caught) => caught);
+    expect(RlvrError.isInstance(error) && error.code).toBe('UNAVAILABLE');
+    expect(String(error.message)).toMatch(/tfjs-node/);
+    await expect(selectBackend({ candidates: ['webgl' as never] })).rejects.toThrow(
+      /options\.candidates\[0\]/,
+    );
+    await expect(selectBackend({ candidates: [] })).rejects.toThrow(/options\.candidates/);
+  });
+
+  it('should run the zero-copy batched matMul like tf.matMul', async () => {
+    await selectBackend({ candidates: ['wasm'] });
+    const a = tf.randomNormal([5, 7, 3], 0, 1, 'float32', 1);
+    const b = tf.randomNormal([5, 3, 4], 0, 1, 'float32', 2);
+    const fast = tf.engine().runKernel(FAST_BATCH_MAT_MUL, { a, b }, {}) as tf.Tensor;
+    const slow = tf.matMul(a, b);
+    expect(tf.max(tf.abs(tf.sub(fast, slow))).dataSync()[0]).toBeLessThan(1e-5);
+    tf.dispose([a, b, fast, slow]);
+  });
+});

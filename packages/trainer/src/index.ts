@@ -1,0 +1,42 @@
+export type {
+  BackendName,
+  SelectBackendOptions,
+  SelectedBackend,
+} from './backend/select-backend.js';
+export { activeBackend, BACKEND_NAMES, selectBackend } from './backend/select-backend.js';
+export type { GrpoConfig } from './grpo/grpo-config.js';
+export type {
+  GrpoMetricRecord,
+  GrpoTrainerOptions,
+  GrpoTrainResult,
+} from './grpo/grpo-trainer.js';
+export { createGrpoTrainer, GrpoTrainer } from './grpo/grpo-trainer.js';
+export type { PromptRecord } from './grpo/prompt-dataset.js';
+export { loadPromptDataset } from './grpo/prompt-dataset.js';
+export type { CreateLlamaModelOptions } from './model/llama-model.js';
+export { createLlamaModel, LlamaModel } from './model/llama-model.js';
+export type { ModelInput } from './model/prepared-input.js';
+export type { AdamWOptions, AdamWState } from './optim/adamw.js';
+export { isNoDecayParameter } from './optim/adamw.js';
+export type { LearningRateSchedule, ScheduleKind } from './optim/schedule.js';
+export { learningRateAt } from './optim/schedule.js';
+export type { TokenSequence } from './train/batch.js';
+export type {
+  GrpoBatch,
+  GrpoLossConfig,
+  GrpoStepMetrics,
+  GrpoStepOptions,
+  GrpoStepResult,
+  LogitsLossContext,
+  LogitsLossFunction,
+  LogitsRow,
+  LogitsStepOptions,
+  LogitsStepResult,
+  OptimizerStepMetrics,
+  PolicyTrainerOptions,
+  PolicyTrainerState,
+  SftStepOptions,
+  SftStepResult,
+} from './train/policy-trainer.js';
+export { createPolicyTrainer, PolicyTrainer } from './train/policy-trainer.js';
+export { VERSION } from './version.js';

@@ -1,0 +1,114 @@
+import * as tf from '@tensorflow/tfjs-core';
+
+/** Settings of {@link AdamW}. */
+export type AdamWOptions = {
+  /** β₁, β₂ (default 0.9, 0.999). */
+  betas?: readonly [number, number];
+  /** ε added to √v̂ (default 1e-8). */
+  epsilon?: number;
+  /** Decoupled weight decay λ (default 0; Hugging Face skips biases and norm weights). */
+  weightDecay?: number;
+};
+
+/** Optimizer state as plain data (for checkpoints). */
+export type AdamWState = {
+  step: number;
+  moments: { name: string; shape: number[]; m: Float32Array; v: Float32Array }[];
+};
+
+/** True for parameters that get no weight decay (biases and RMSNorm gains), as in Hugging Face. */
+export function isNoDecayParameter(name: string): boolean {
+  return name.endsWith('.bias') || name.endsWith('norm.weight');
+}
+
+/**
+ * AdamW (Loshchilov & Hutter) exactly as PyTorch's `torch.optim.AdamW` updates:
+ * `p ← p·(1 − lr·λ)`, `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`,
+ * `p ← p − lr · (m / (1−β₁ᵗ)) / (√(v / (1−β₂ᵗ)) + ε)`. @internal
+ */
+export class AdamW {
+  readonly beta1: number;
+  readonly beta2: number;
+  readonly epsilon: number;
+  readonly weightDecay: number;
+  /** Number of updates applied so far. */
+  step = 0;
+  private readonly m = new Map<string, tf.Tensor>();
+  private readonly v = new Map<string, tf.Tensor>();
+
+  constructor(options: AdamWOptions = {}) {
+    this.beta1 = options.betas?.[0] ?? 0.9;
+    this.beta2 = options.betas?.[1] ?? 0.999;
+    this.epsilon = options.epsilon ?? 1e-8;
+    this.weightDecay = options.weightDecay ?? 0;
+  }
+
+  /** Returns the updated parameters (new tensors); the caller swaps them in. */
+  apply(
+    params: ReadonlyMap<string, tf.Tensor>,
+    grads: ReadonlyMap<string, tf.Tensor>,
+    learningRate: number,
+  ): Map<string, tf.Tensor> {
+    this.step += 1;
+    const { beta1, beta2, epsilon } = this;
+    const correction1 = 1 - beta1 ** this.step;
+    const correction2 = 1 - beta2 ** this.step;
+    const next = new Map<string, tf.Tensor>();
+    for (const [name, param] of params) {
+      const grad = grads.get(name)!;
+      const [updated, m, v] = tf.tidy(() => {
+        const mPrev = this.m.get(name);
+        const vPrev = this.v.get(name);
+        const m = mPrev
+          ? tf.add(tf.mul(mPrev, beta1), tf.mul(grad, 1 - beta1))
+          : tf.mul(grad, 1 - beta1);
+        const v = vPrev
+          ? tf.add(tf.mul(vPrev, beta2), tf.mul(tf.square(grad), 1 - beta2))
+          : tf.mul(tf.square(grad), 1 - beta2);
+        const decay = isNoDecayParameter(name) ? 0 : this.weightDecay;
+        const decayed = decay > 0 ? tf.mul(param, 1 - learningRate * decay) : param;
+        const denominator = tf.add(tf.sqrt(tf.div(v, correction2)), epsilon);
+        const update = tf.div(tf.mul(m, learningRate / correction1), denominator);
+        return [tf.sub(decayed, update), m, v];
+      });
+      this.m.get(name)?.dispose();
+      this.v.get(name)?.dispose();
+      this.m.set(name, m);
+      this.v.set(name, v);
+      next.set(name, updated);
+    }
+    return next;
+  }
+
+  /** The state as plain data. */
+  getState(): AdamWState {
+    const moments: AdamWState['moments'] = [];
+    for (const [name, m] of this.m) {
+      moments.push({
+        name,
+        shape: [...m.shape],
+        m: Float32Array.from(m.dataSync() as Float32Array),
+        v: Float32Array.from(this.v.get(name)!.dataSync() as Float32Array),
+      });
+    }
+    return { step: this.step, moments };
+  }
+
+  /** Restores {@link AdamW.getState} output. */
+  setState(state: AdamWState): void {
+    this.dispose();
+    this.step = state.step;
+    for (const moment of state.moments) {
+      this.m.set(moment.name, tf.tensor(moment.m, moment.shape));
+      this.v.set(moment.name, tf.tensor(moment.v, moment.shape));
+    }
+  }
+
+  /** Frees the moment tensors. */
+  dispose(): void {
+    for (const tensor of this.m.values()) tensor.dispose();
+    for (const tensor of this.v.values()) tensor.dispose();
+    this.m.clear();
+    this.v.clear();
+  }
+}
