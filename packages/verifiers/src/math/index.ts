@@ -1,0 +1,10 @@
+export type { EquivalenceOptions } from './equivalent.js';
+export { mathEquivalent } from './equivalent.js';
+export type { ExtractedAnswer, ExtractOptions, ExtractSource } from './extract.js';
+export { extractAnswer } from './extract.js';
+export type { MathVerifierPool, MathVerifierPoolOptions } from './pool.js';
+export { createMathVerifierPool } from './pool.js';
+export type { MathRewardOptions } from './reward.js';
+export { createMathVerifier, mathReward } from './reward.js';
+export type { MathVerifyResult, VerifyMathOptions } from './verify-math.js';
+export { verifyMath } from './verify-math.js';

@@ -1,0 +1,61 @@
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseRecords, runVoteCli } from './run-cli.js';
+
+async function run(argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runVoteCli(argv, {
+    stdout: (line) => out.push(line),
+    stderr: (line) => err.push(line),
+  });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('rlvr-vote', () => {
+  it('should print votes and a pass@k / maj@k table, and write JSONL', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rlvr-vote-'));
+    const input = join(dir, 'in.jsonl');
+    const output = join(dir, 'out.jsonl');
+    await writeFile(
+      input,
+      [
+        JSON.stringify({
+          id: 'q1',
+          samples: ['\\boxed{4}', '\\boxed{4}', '\\boxed{5}', '\\boxed{4}'],
+          gold: '4',
+        }),
+        JSON.stringify({
+          id: 'q2',
+          samples: ['\\boxed{1}', '\\boxed{2}', '\\boxed{2}', 'no answer'],
+          gold: '1',
+        }),
+      ].join('\n'),
+    );
+    const { code, out } = await run([input, '--out', output, '--ks', '1,4']);
+    expect(code).toBe(0);
+    expect(out).toMatch(/q1\s+4\s+0\.75/);
+    expect(out).toMatch(/q2\s+2\s+0\.67/);
+    // pass@1 = (3/4 + 1/4) / 2 = 50%; maj@4 = (1 + 0) / 2 = 50%; pass@4 = 100%.
+    expect(out).toMatch(/\n\s+1\s+50\.0%\s+50\.0%/);
+    expect(out).toMatch(/\n\s+4\s+100\.0%\s+50\.0%/);
+    const written = (await readFile(output, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(written[0]).toMatchObject({ id: 'q1', answer: '4', votes: 4, discarded: 0 });
+    expect(written[1]).toMatchObject({ id: 'q2', answer: '2', discarded: 1 });
+  });
+
+  it('should explain usage and bad input', async () => {
+    expect((await run([])).code).toBe(2);
+    expect((await run(['--help'])).code).toBe(0);
+    const missing = await run(['/nonexistent/file.jsonl']);
+    expect(missing.code).toBe(1);
+    expect(() => parseRecords('{"id": 1}')).toThrow(/line 1/);
+    expect(() => parseRecords('not json')).toThrow(/line 1/);
+    expect(() => parseRecords('\n\n')).toThrow(/at least one/);
+  });
+});

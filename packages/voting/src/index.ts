@@ -1,0 +1,41 @@
+export { majAtK, meanAtN, passAtK } from '@rlvr/core';
+export type {
+  AllocateVotesOptions,
+  AllocateVotesResult,
+  AllocationPolicy,
+  AllocationState,
+} from './allocation/allocate.js';
+export { allocateVotes, planAllocationRound } from './allocation/allocate.js';
+export type { VoteRecord } from './cli/run-cli.js';
+export { parseRecords } from './cli/run-cli.js';
+export type { CurvePoint, EstimatorOptions } from './estimators/curves.js';
+export {
+  accuracyCurve,
+  defaultKs,
+  majAtKFromAnswers,
+  meanAccuracyCurve,
+} from './estimators/curves.js';
+export type {
+  AdaptiveVoteOptions,
+  SampledVoteResult,
+  SamplingOptions,
+  StopReason,
+  StopStrategy,
+  VoteOptions,
+} from './sampling/sampled-vote.js';
+export { adaptiveVote, vote } from './sampling/sampled-vote.js';
+export { betaStopProbability, dirichletStopProbability } from './sampling/stopping.js';
+export { VERSION } from './version.js';
+export { defaultEquals, defaultExtract } from './vote/defaults.js';
+export type { MajorityVoteOptions } from './vote/majority-vote.js';
+export { majorityVote } from './vote/majority-vote.js';
+export type { BestOfNResult, ScoredVoteOptions, Scorer } from './vote/scored.js';
+export { bestOfN, scoredVote } from './vote/scored.js';
+export type {
+  EqualsFn,
+  ExtractFn,
+  VoteCluster,
+  VoteResult,
+  VoteSample,
+  Weighting,
+} from './vote/types.js';

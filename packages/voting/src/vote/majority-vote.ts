@@ -1,0 +1,255 @@
+import {
+  InvalidArgumentError,
+  validateFiniteArray,
+  validateOneOf,
+  validateOptions,
+} from '@rlvr/core';
+import { defaultEquals, defaultExtract } from './defaults.js';
+import type {
+  EqualsFn,
+  ExtractFn,
+  VoteCluster,
+  VoteResult,
+  VoteSample,
+  Weighting,
+} from './types.js';
+
+/** Options of {@link majorityVote}. */
+export type MajorityVoteOptions = {
+  /** Answer extractor. Default: the math verifier's (`extractAnswer` of @rlvr/verifiers). */
+  extract?: ExtractFn;
+  /** Answer equivalence. Default: the math verifier's (`mathEquivalent` of @rlvr/verifiers). */
+  equals?: EqualsFn;
+  /** Default `uniform`. */
+  weighting?: Weighting;
+  /** Per-sample weights for `weighting: 'provided'` (overrides the samples' `weight` fields). */
+  weights?: readonly number[];
+};
+
+const FN = 'majorityVote';
+const WEIGHTINGS: readonly Weighting[] = [
+  'uniform',
+  'provided',
+  'sequence-logprob',
+  'mean-logprob',
+];
+
+/** @internal */
+export function textOf(sample: VoteSample): string {
+  return typeof sample === 'string' ? sample : sample.text;
+}
+
+/** Validates the samples and returns their texts. @internal */
+export function readSamples(samples: unknown, functionName: string): VoteSample[] {
+  if (!Array.isArray(samples)) {
+    throw new InvalidArgumentError({
+      parameter: 'samples',
+      functionName,
+      value: samples,
+      expected: 'an array of strings or { text } objects',
+    });
+  }
+  samples.forEach((sample, index) => {
+    const ok =
+      typeof sample === 'string' ||
+      (sample !== null &&
+        typeof sample === 'object' &&
+        typeof (sample as { text?: unknown }).text === 'string');
+    if (!ok) {
+      throw new InvalidArgumentError({
+        parameter: `samples[${index}]`,
+        functionName,
+        value: sample,
+        expected: 'a string or an object with a string `text`',
+      });
+    }
+  });
+  return samples as VoteSample[];
+}
+
+/** Computes one non-negative weight per sample. @internal */
+export function sampleWeights(
+  samples: readonly VoteSample[],
+  weighting: Weighting,
+  explicit: readonly number[] | undefined,
+  functionName: string,
+): number[] {
+  if (weighting === 'uniform') return samples.map(() => 1);
+  if (weighting === 'provided') {
+    const weights = samples.map((sample, index) => {
+      const value = explicit
+        ? explicit[index]
+        : typeof sample === 'string'
+          ? undefined
+          : sample.weight;
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+        throw new InvalidArgumentError({
+          parameter: explicit ? `options.weights[${index}]` : `samples[${index}].weight`,
+          functionName,
+          value,
+          expected: "a finite weight >= 0 (weighting 'provided')",
+        });
+      }
+      return value;
+    });
+    return weights;
+  }
+  const scores = samples.map((sample, index) => {
+    const logprobs = typeof sample === 'string' ? undefined : sample.logprobs;
+    if (!Array.isArray(logprobs) || logprobs.length === 0) {
+      throw new InvalidArgumentError({
+        parameter: `samples[${index}].logprobs`,
+        functionName,
+        value: logprobs,
+        expected: `a non-empty array of token logprobs (weighting '${weighting}')`,
+      });
+    }
+    validateFiniteArray(logprobs, { parameter: `samples[${index}].logprobs`, functionName });
+    const sum = logprobs.reduce((a: number, b: number) => a + b, 0);
+    return weighting === 'mean-logprob' ? sum / logprobs.length : sum;
+  });
+  if (weighting === 'mean-logprob') return scores.map((score) => Math.exp(score));
+  const max = Math.max(...scores);
+  return scores.map((score) => Math.exp(score - max));
+}
+
+/**
+ * Groups extracted answers into clusters of equivalent answers. Exact string matches join
+ * directly; otherwise an answer joins the first cluster whose representative `equals` it.
+ * @internal
+ */
+export function clusterAnswers(
+  answers: readonly (string | null)[],
+  weights: readonly number[],
+  equals: EqualsFn,
+): VoteCluster[] {
+  const clusters: VoteCluster[] = [];
+  const byExactAnswer = new Map<string, VoteCluster>();
+  answers.forEach((answer, index) => {
+    if (answer === null) return;
+    let cluster = byExactAnswer.get(answer);
+    if (!cluster) {
+      cluster = clusters.find((candidate) => safeEquals(equals, candidate.answer, answer));
+      if (!cluster) {
+        cluster = { answer, members: [], count: 0, weight: 0 };
+        clusters.push(cluster);
+      }
+      byExactAnswer.set(answer, cluster);
+    }
+    cluster.members.push(index);
+    cluster.count++;
+    cluster.weight += weights[index]!;
+  });
+  return clusters;
+}
+
+/** Runs an equivalence check; a throw means "not equal". @internal */
+export function safeEquals(equals: EqualsFn, a: string, b: string): boolean {
+  try {
+    return equals(a, b) === true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The deterministic tie rule: more weight wins; equal weight → more samples; equal count → the
+ * cluster whose first member came first. @internal
+ */
+export function rankClusters(clusters: readonly VoteCluster[]): VoteCluster[] {
+  return [...clusters].sort(
+    (a, b) => b.weight - a.weight || b.count - a.count || a.members[0]! - b.members[0]!,
+  );
+}
+
+/**
+ * Majority (or weighted) vote over samples: extract each sample's final answer, cluster answers by
+ * equivalence (0.5, 1/2 and \\frac{1}{2} are one answer), and pick the heaviest cluster.
+ *
+ * Samples with no usable answer (empty, none found, or hedging like "\\boxed{1} or \\boxed{2}") are
+ * discarded and counted. Tie rule: more weight, then more samples, then earliest first appearance.
+ *
+ * @example
+ * ```ts
+ * const result = majorityVote(['… so \\boxed{1/2}', 'The answer is 0.5', '\\boxed{3}', 'no idea']);
+ * result.answer;    // '1/2' (two equivalent votes)
+ * result.share;     // 2/3
+ * result.discarded; // 1
+ * ```
+ * @throws {InvalidArgumentError} `INVALID_ARGUMENT` for bad samples, weights or options.
+ */
+export function majorityVote(
+  samples: readonly VoteSample[],
+  options?: MajorityVoteOptions,
+): VoteResult {
+  const input = readSamples(samples, FN);
+  const raw = validateOptions<MajorityVoteOptions>(options, {
+    parameter: 'options',
+    functionName: FN,
+  });
+  const weighting = validateOneOf(raw.weighting ?? 'uniform', WEIGHTINGS, {
+    parameter: 'options.weighting',
+    functionName: FN,
+  });
+  const extract = checkFunction(raw.extract, 'options.extract') ?? defaultExtract;
+  const equals = checkFunction(raw.equals, 'options.equals') ?? defaultEquals;
+  if (
+    raw.weights !== undefined &&
+    (!Array.isArray(raw.weights) || raw.weights.length !== input.length)
+  ) {
+    throw new InvalidArgumentError({
+      parameter: 'options.weights',
+      functionName: FN,
+      value: raw.weights,
+      expected: `one weight per sample (${input.length})`,
+    });
+  }
+  const weights = sampleWeights(input, weighting, raw.weights, FN);
+  const extracted = input.map((sample) => safeExtract(extract, textOf(sample)));
+  return tally(extracted, weights, equals);
+}
+
+/** Runs an extractor on model output: a throw, a non-string or a blank answer all mean `null`. @internal */
+export function safeExtract(extract: ExtractFn, text: string): string | null {
+  try {
+    const answer = extract(text);
+    return typeof answer === 'string' && answer.trim().length > 0 ? answer : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Builds a {@link VoteResult} from extracted answers and weights. @internal */
+export function tally(
+  extracted: (string | null)[],
+  weights: readonly number[],
+  equals: EqualsFn,
+): VoteResult {
+  const clusters = rankClusters(clusterAnswers(extracted, weights, equals));
+  const discardedIndices = extracted.flatMap((answer, index) => (answer === null ? [index] : []));
+  const totalWeight = clusters.reduce((sum, cluster) => sum + cluster.weight, 0);
+  const winner = clusters[0];
+  return {
+    answer: winner ? winner.answer : null,
+    share: winner && totalWeight > 0 ? winner.weight / totalWeight : 0,
+    clusters,
+    votes: extracted.length - discardedIndices.length,
+    totalWeight,
+    discarded: discardedIndices.length,
+    discardedIndices,
+    extracted,
+  };
+}
+
+/** Checks an optional callback option. @internal */
+export function checkFunction<T>(
+  value: T | undefined,
+  parameter: string,
+  functionName: string = FN,
+): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') {
+    throw new InvalidArgumentError({ parameter, functionName, value, expected: 'a function' });
+  }
+  return value;
+}
