@@ -16,6 +16,7 @@ export type { ArgumentContext } from './validation/validate.js';
 export {
   validateFiniteArray,
   validateInteger,
+  validateNullableFiniteArray,
   validateNumber,
   validateOneOf,
   validateOptions,

@@ -1,9 +1,10 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { NonFiniteError } from '../errors/non-finite-error.js';
+
 import { ShapeMismatchError } from '../errors/shape-mismatch-error.js';
 import {
   validateFiniteArray,
   validateInteger,
+  validateNullableFiniteArray,
   validateNumber,
   validateOneOf,
   validateOptions,
@@ -250,19 +251,7 @@ function readRewards(
         actual: `length ${values.length}`,
       });
     }
-    values.forEach((value, index) => {
-      if (value === null) return;
-      if (typeof value !== 'number') {
-        throw new InvalidArgumentError({
-          parameter: `${name}[${index}]`,
-          functionName: FN,
-          value,
-          expected: 'a number or null',
-        });
-      }
-      if (!Number.isFinite(value))
-        throw new NonFiniteError({ parameter: name, functionName: FN, index, value });
-    });
+    validateNullableFiniteArray(values, { parameter: name, functionName: FN });
   });
   if (length % groupSize !== 0) {
     throw new ShapeMismatchError({

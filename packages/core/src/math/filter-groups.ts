@@ -1,7 +1,12 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { NonFiniteError } from '../errors/non-finite-error.js';
+
 import type { RolloutGroup } from '../types/rollout.js';
-import { validateNumber, validateOneOf, validateOptions } from '../validation/validate.js';
+import {
+  validateNullableFiniteArray,
+  validateNumber,
+  validateOneOf,
+  validateOptions,
+} from '../validation/validate.js';
 import { meanAndStd, type StdKind } from './numeric.js';
 
 /** Options of {@link filterGroups}. */
@@ -191,20 +196,7 @@ function rewardsOf(group: unknown, groupIndex: number): number[] {
       expected: 'a RolloutGroup or an array of rewards',
     });
   }
-  const out: number[] = [];
-  values.forEach((value, index) => {
-    if (value === null) return;
-    if (typeof value !== 'number') {
-      throw new InvalidArgumentError({
-        parameter: `${name}[${index}]`,
-        functionName: FN,
-        value,
-        expected: 'a number or null',
-      });
-    }
-    if (!Number.isFinite(value))
-      throw new NonFiniteError({ parameter: name, functionName: FN, index, value });
-    out.push(value);
-  });
-  return out;
+  return validateNullableFiniteArray(values, { parameter: name, functionName: FN }).filter(
+    (value): value is number => value !== null,
+  );
 }

@@ -184,6 +184,30 @@ export function validateRagged(
   return value as ArrayLike<number>[];
 }
 
+/**
+ * Checks that every entry of an array is a finite number or `null` (e.g. rewards, where `null`
+ * means "not applicable").
+ * @throws {InvalidArgumentError} naming the bad entry; {@link NonFiniteError} for NaN/±Infinity.
+ */
+export function validateNullableFiniteArray(
+  values: readonly unknown[],
+  context: ArgumentContext,
+): (number | null)[] {
+  values.forEach((value, index) => {
+    if (value === null) return;
+    if (typeof value !== 'number') {
+      throw new InvalidArgumentError({
+        ...context,
+        parameter: `${context.parameter}[${index}]`,
+        value,
+        expected: 'a number or null',
+      });
+    }
+    if (!Number.isFinite(value)) throw new NonFiniteError({ ...context, index, value });
+  });
+  return values as (number | null)[];
+}
+
 /** Checks that `value` is a plain object (or undefined, returning `{}`). */
 export function validateOptions<T extends object>(
   value: unknown,

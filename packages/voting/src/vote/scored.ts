@@ -16,6 +16,18 @@ export type ScoredVoteOptions = {
   equals?: EqualsFn;
 };
 
+function requireScorer(value: unknown, functionName: string): Scorer {
+  if (typeof value !== 'function') {
+    throw new InvalidArgumentError({
+      parameter: 'options.scorer',
+      functionName,
+      value,
+      expected: 'a function (text, index) => number | Promise<number>',
+    });
+  }
+  return value as Scorer;
+}
+
 async function scoreAll(
   samples: readonly VoteSample[],
   scorer: Scorer,
@@ -55,15 +67,7 @@ export async function scoredVote(
     parameter: 'options',
     functionName: FN,
   });
-  const scorer = checkFunction(raw.scorer, 'options.scorer', FN);
-  if (!scorer) {
-    throw new InvalidArgumentError({
-      parameter: 'options.scorer',
-      functionName: FN,
-      value: undefined,
-      expected: 'a function',
-    });
-  }
+  const scorer = requireScorer(raw.scorer, FN);
   const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
   const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
   const scores = await scoreAll(input, scorer, FN);
@@ -112,15 +116,7 @@ export async function bestOfN(
     parameter: 'options',
     functionName: FN,
   });
-  const scorer = checkFunction(raw.scorer, 'options.scorer', FN);
-  if (!scorer) {
-    throw new InvalidArgumentError({
-      parameter: 'options.scorer',
-      functionName: FN,
-      value: undefined,
-      expected: 'a function',
-    });
-  }
+  const scorer = requireScorer(raw.scorer, FN);
   const scores = await scoreAll(input, scorer, FN);
   let index = -1;
   scores.forEach((score, i) => {
