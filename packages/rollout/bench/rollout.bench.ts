@@ -4,8 +4,10 @@
  *
  * Prompt 32 tokens, 128 new tokens (EOS ignored), temperature 0.8, G = 64 sequences of one prompt.
  * transformers.js ignores top_p and num_return_sequences when sampling, so it gets 64 identical
- * rows and top-p 1; our rows are reported at top-p 1 (comparable) and top-p 0.9 (exact nucleus).
- * The machine is shared and noisy: compare rows of one run, not runs.
+ * rows and top-p 1; our rows are reported at top-p 1 (comparable) and top-p 0.9 (exact nucleus),
+ * for the `optimum` engine (one session.run per token) and the `loop` engine (in-graph sampling,
+ * 16 tokens per session.run). Each of our timings is the median of BENCH_REPEATS runs (default 3;
+ * transformers.js runs once). The machine is shared and noisy: compare rows of one run, not runs.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -25,6 +27,7 @@ import { createOnnxSampler } from '../src/index.js';
 const PROMPT = 32;
 const NEW = 128;
 const G = Number(process.env.BENCH_G ?? 64);
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const PEAK_GFLOPS = 528; // fp32 FMA peak of the 2 vCPUs (2 × 2 × 8 lanes × 2 × ~4.1 GHz)
 
 const CONFIGS: Record<string, Record<string, unknown>> = {
@@ -171,34 +174,56 @@ for (const name of names) {
   } catch (error) {
     console.error(`transformers.js failed on ${name}: ${String(error)}`);
   }
-  for (const [workers, threads] of [
-    [1, 2],
-    [2, 1],
-  ] as const) {
-    const sampler = await createOnnxSampler({ checkpoint, workers, threads, eosTokenIds: [] });
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+  const variants = [
+    { engine: 'optimum', workers: 1, threads: 2, topPs: [1] },
+    { engine: 'loop', workers: 1, threads: 2, topPs: [1, 0.9] },
+    { engine: 'loop', workers: 2, threads: 1, topPs: [1, 0.9] },
+  ] as const;
+  for (const { engine, workers, threads, topPs } of variants) {
+    const sampler = await createOnnxSampler({
+      checkpoint,
+      engine,
+      workers,
+      threads,
+      eosTokenIds: [],
+    });
     await sampler.sample({ prompts: [prompt], n: 2, maxNewTokens: 2, seed: 0 });
-    for (const topP of [1, 0.9]) {
-      const [, seconds] = await timeIt(() =>
-        sampler.sample({
-          prompts: [prompt],
-          n: G,
-          maxNewTokens: NEW,
-          temperature: 0.8,
-          topP,
-          seed: 1,
-        }),
+    for (const topP of topPs) {
+      const times: number[] = [];
+      for (let repeat = 0; repeat < REPEATS; repeat++) {
+        const [, seconds] = await timeIt(() =>
+          sampler.sample({
+            prompts: [prompt],
+            n: G,
+            maxNewTokens: NEW,
+            temperature: 0.8,
+            topP,
+            seed: 1 + repeat,
+          }),
+        );
+        times.push(seconds);
+      }
+      add(
+        `@rlvr/rollout ${engine}`,
+        `${workers}w×${threads}t top-p ${topP}`,
+        median(times),
+        baseline,
       );
-      add('@rlvr/rollout', `${workers}w×${threads}t top-p ${topP}`, seconds, baseline);
     }
-    if (workers === 2 && name !== '0.8M') {
-      const next = createRandomCheckpoint(config, { seed: 2, std: 0.05 });
-      const [, seconds] = await timeIt(async () => {
-        await sampler.updateWeights({ step: 1, tensors: next.tensors });
-        await sampler.sample({ prompts: [prompt], n: 1, maxNewTokens: 1, seed: 0 });
-      });
+    if (engine === 'loop' && name !== '0.8M') {
+      const syncs: number[] = [];
+      for (let repeat = 0; repeat < REPEATS; repeat++) {
+        const next = createRandomCheckpoint(config, { seed: 2 + repeat, std: 0.05 });
+        const [, seconds] = await timeIt(async () => {
+          await sampler.updateWeights({ step: 1 + repeat, tensors: next.tensors });
+          await sampler.sample({ prompts: [prompt], n: 1, maxNewTokens: 1, seed: 0 });
+        });
+        syncs.push(seconds);
+      }
       const timing = sampler.lastWeightSync!;
       sync.push(
-        `${name}: new weights → first token ${(seconds * 1000).toFixed(0)} ms (export ${timing.exportMs.toFixed(0)} ms, session rebuild ${timing.sessionMs.toFixed(0)} ms, 2 workers)`,
+        `${name} ${engine} ${workers}w×${threads}t: new weights → first token ${(median(syncs) * 1000).toFixed(0)} ms (median of ${REPEATS}; last: graph ${timing.exportMs.toFixed(0)} ms, session rebuild ${timing.sessionMs.toFixed(0)} ms)`,
       );
     }
     await sampler.close();

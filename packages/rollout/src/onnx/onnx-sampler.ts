@@ -21,14 +21,14 @@ import type {
   SequenceJob,
   TokenEvent,
 } from '../engine/generate-batch.js';
-import { generateBatch } from '../engine/generate-batch.js';
 import { resolveLogitsOptions } from '../generation/logits-processors.js';
+import { buildLoopGraph } from '../loop/loop-graph.js';
 import {
   createRolloutTokenizer,
   type RolloutTokenizer,
   type TokenizerFiles,
 } from '../tokenizer/rollout-tokenizer.js';
-import { OnnxDecoder } from './onnx-decoder.js';
+import { createDecoderEngine, type EngineKind } from './decoder-engine.js';
 import { type ExecutionProvider, type SessionSettings, validateExecutionProviders } from './ort.js';
 import { WorkerPool } from './worker-pool.js';
 import type { ModelSource } from './worker-protocol.js';
@@ -57,6 +57,15 @@ export type OnnxSamplerOptions = {
   modelId?: string;
   /** Let ORT threads spin while idle (default false: kinder to a shared machine). */
   allowSpinning?: boolean;
+  /**
+   * `loop` (default with `checkpoint`): a graph built from the checkpoint samples `stepsPerRun`
+   * tokens per `session.run` in-graph (same processors, seeds and logprobs as `optimum`, computed
+   * in float32); `optimum` (default and only choice with `onnxPath`): the Optimum-style decoder, one
+   * `session.run` per token, sampled in JavaScript in float64.
+   */
+  engine?: 'loop' | 'optimum';
+  /** Tokens sampled per `session.run` by the `loop` engine (default 16; 1–1024). */
+  stepsPerRun?: number;
 };
 
 /** A streamed event: one sampled token, or a finished completion. */
@@ -114,6 +123,7 @@ function toShared(bytes: Uint8Array, workers: number): ModelSource {
 }
 
 async function createEngine(
+  kind: EngineKind,
   model: ModelSource,
   session: SessionSettings,
   workers: number,
@@ -121,7 +131,11 @@ async function createEngine(
   tokenizer: RolloutTokenizer | undefined,
 ): Promise<Engine> {
   if (workers === 0) {
-    const decoder = await OnnxDecoder.create('bytes' in model ? model.bytes : model.path, session);
+    const decoder = await createDecoderEngine(
+      kind,
+      'bytes' in model ? model.bytes : model.path,
+      session,
+    );
     let queue: Promise<unknown> = Promise.resolve();
     const serial = <T>(task: () => Promise<T>): Promise<T> => {
       const result = queue.then(task);
@@ -132,7 +146,7 @@ async function createEngine(
       vocabSize: decoder.vocabSize,
       generate: (jobs, settings, signal, onToken) =>
         serial(() =>
-          generateBatch(decoder, jobs, settings, {
+          decoder.generate(jobs, settings, {
             decode: tokenizer ? (ids) => tokenizer.decode(ids) : undefined,
             shouldAbort: () => signal?.aborted === true,
             onToken,
@@ -147,7 +161,12 @@ async function createEngine(
       close: () => serial(() => decoder.release()),
     };
   }
-  const pool = new WorkerPool(workers, { model, session, tokenizer: tokenizerFiles });
+  const pool = new WorkerPool(workers, {
+    engine: kind,
+    model,
+    session,
+    tokenizer: tokenizerFiles,
+  });
   let vocabSize: number;
   try {
     vocabSize = await pool.ready;
@@ -256,6 +275,36 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
       expected: 'a boolean',
     });
   }
+  const engineType =
+    raw.engine === undefined
+      ? raw.checkpoint
+        ? 'loop'
+        : 'optimum'
+      : validateOneOf(raw.engine, ['loop', 'optimum'], {
+          parameter: 'options.engine',
+          functionName: FUNCTION,
+        });
+  if (engineType === 'loop' && !raw.checkpoint) {
+    throw new InvalidArgumentError({
+      parameter: 'options.engine',
+      functionName: FUNCTION,
+      value: raw.engine,
+      expected: "'optimum' with options.onnxPath (the loop graph is built from options.checkpoint)",
+    });
+  }
+  const stepsPerRun =
+    raw.stepsPerRun === undefined
+      ? 16
+      : validateInteger(raw.stepsPerRun, {
+          parameter: 'options.stepsPerRun',
+          functionName: FUNCTION,
+          min: 1,
+          max: 1024,
+        });
+  const kind: EngineKind =
+    engineType === 'loop' ? { type: 'loop', stepsPerRun } : { type: 'optimum' };
+  const encode = (source: Checkpoint): Uint8Array =>
+    kind.type === 'loop' ? buildLoopGraph(source) : exportOnnx(source);
   const session: SessionSettings = {
     executionProviders,
     threads,
@@ -283,9 +332,9 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
     eosTokenIds = fromConfig.length > 0 ? fromConfig : (tokenizer?.eosTokenIds ?? []);
   }
   const model: ModelSource = checkpoint
-    ? toShared(exportOnnx(checkpoint), workers)
+    ? toShared(encode(checkpoint), workers)
     : { path: raw.onnxPath! };
-  const engine = await createEngine(model, session, workers, tokenizerFiles, tokenizer);
+  const engine = await createEngine(kind, model, session, workers, tokenizerFiles, tokenizer);
   const modelId = raw.modelId ?? (raw.onnxPath ? `onnx:${raw.onnxPath}` : 'onnx:checkpoint');
   let closed = false;
   let lastWeightSync: WeightSyncTiming | undefined;
@@ -515,7 +564,7 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
         ...checkpoint,
         tensors: checkpoint.tensors.map((tensor) => current.get(tensor.name)!),
       };
-      const bytes = toShared(exportOnnx(next), workers);
+      const bytes = toShared(encode(next), workers);
       const exported = performance.now();
       const sessionMs = await engine.update(bytes);
       checkpoint = next;

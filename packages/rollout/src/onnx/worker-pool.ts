@@ -9,6 +9,7 @@ import type {
   TokenEvent,
 } from '../engine/generate-batch.js';
 import type { TokenizerFiles } from '../tokenizer/rollout-tokenizer.js';
+import type { EngineKind } from './decoder-engine.js';
 import type { SessionSettings } from './ort.js';
 import type { ModelSource, WorkerError, WorkerRequest, WorkerResponse } from './worker-protocol.js';
 
@@ -152,7 +153,12 @@ export class WorkerPool {
 
   constructor(
     count: number,
-    init: { model: ModelSource; session: SessionSettings; tokenizer?: TokenizerFiles },
+    init: {
+      engine: EngineKind;
+      model: ModelSource;
+      session: SessionSettings;
+      tokenizer?: TokenizerFiles;
+    },
   ) {
     this.workers = Array.from(
       { length: count },

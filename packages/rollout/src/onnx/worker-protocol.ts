@@ -5,6 +5,7 @@ import type {
   TokenEvent,
 } from '../engine/generate-batch.js';
 import type { TokenizerFiles } from '../tokenizer/rollout-tokenizer.js';
+import type { EngineKind } from './decoder-engine.js';
 import type { SessionSettings } from './ort.js';
 
 /** Where a worker gets its graph: bytes (shared between workers) or a file path. @internal */
@@ -12,7 +13,13 @@ export type ModelSource = { bytes: Uint8Array } | { path: string };
 
 /** Messages from the sampler to a worker. @internal */
 export type WorkerRequest =
-  | { type: 'init'; model: ModelSource; session: SessionSettings; tokenizer?: TokenizerFiles }
+  | {
+      type: 'init';
+      engine: EngineKind;
+      model: ModelSource;
+      session: SessionSettings;
+      tokenizer?: TokenizerFiles;
+    }
   | {
       type: 'generate';
       jobId: number;

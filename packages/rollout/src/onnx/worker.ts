@@ -1,7 +1,6 @@
 import { parentPort } from 'node:worker_threads';
-import { generateBatch } from '../engine/generate-batch.js';
 import { createRolloutTokenizer, type RolloutTokenizer } from '../tokenizer/rollout-tokenizer.js';
-import { OnnxDecoder } from './onnx-decoder.js';
+import { createDecoderEngine, type DecoderEngine } from './decoder-engine.js';
 import {
   type ModelSource,
   serializeError,
@@ -13,7 +12,7 @@ import {
 if (!parentPort) throw new Error('@rlvr/rollout worker must run in a worker thread');
 const port = parentPort;
 
-let decoder: OnnxDecoder | undefined;
+let decoder: DecoderEngine | undefined;
 let tokenizer: RolloutTokenizer | undefined;
 let queue: Promise<void> = Promise.resolve();
 
@@ -27,7 +26,11 @@ async function handle(message: WorkerRequest): Promise<void> {
     case 'init': {
       try {
         tokenizer = message.tokenizer ? await createRolloutTokenizer(message.tokenizer) : undefined;
-        decoder = await OnnxDecoder.create(modelOf(message.model), message.session);
+        decoder = await createDecoderEngine(
+          message.engine,
+          modelOf(message.model),
+          message.session,
+        );
         post({ type: 'ready', vocabSize: decoder.vocabSize });
       } catch (error) {
         post({ type: 'init-error', error: serializeError(error) });
@@ -38,7 +41,7 @@ async function handle(message: WorkerRequest): Promise<void> {
       const started = performance.now();
       try {
         const flag = new Int32Array(message.abortFlag);
-        const completions = await generateBatch(decoder!, message.jobs, message.settings, {
+        const completions = await decoder!.generate(message.jobs, message.settings, {
           decode: tokenizer ? (ids) => tokenizer!.decode(ids) : undefined,
           shouldAbort: () => Atomics.load(flag, 0) !== 0,
           onToken: message.stream

@@ -12,7 +12,7 @@ export const CHARACTERS = 'abcdefgh \n';
  * A tiny random Llama (GQA: 4 heads, 2 KV heads, Qwen2-style q/k/v bias) with a character
  * tokenizer: <pad>=0 <bos>=1 <eos>=2 <unk>=3 'a'=4 …; `std` 0.3 makes its distributions peaked.
  */
-export function tinyCheckpoint(seed = 1): Checkpoint {
+export function tinyCheckpoint(seed = 1, kvHeads = 2): Checkpoint {
   const tokenizer = buildCharTokenizer({
     characters: CHARACTERS,
     chatTemplate:
@@ -23,7 +23,7 @@ export function tinyCheckpoint(seed = 1): Checkpoint {
     hidden_size: 32,
     num_hidden_layers: 2,
     num_attention_heads: 4,
-    num_key_value_heads: 2,
+    num_key_value_heads: kvHeads,
     intermediate_size: 48,
     vocab_size: 4 + CHARACTERS.length,
     max_position_embeddings: 256,

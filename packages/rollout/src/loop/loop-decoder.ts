@@ -1,0 +1,305 @@
+import { ErrorCode, RlvrError } from '@rlvr/core';
+import type * as Ort from 'onnxruntime-node';
+import type { ResolvedLogitsOptions } from '../generation/logits-processors.js';
+import { createSession, loadOrt, type SessionSettings } from '../onnx/ort.js';
+import { LOOP_IO } from './loop-graph.js';
+
+/**
+ * Tokens sorted for top-p: the best 64, else the best 1024, else the whole list (when some row's
+ * nucleus is longer). @internal
+ */
+export const SORT_TIERS: readonly [number, number] = [64, 1024];
+
+/** The shapes of a loop graph, read from the session's metadata. @internal */
+export type LoopLayout = {
+  numLayers: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+};
+
+/** What one call returns: `[rows, steps]` tokens, behaviour and model logprobs. @internal */
+export type ChunkResult = {
+  steps: number;
+  tokens: BigInt64Array;
+  logprobs: Float32Array;
+  modelLogprobs: Float32Array;
+};
+
+/** Per-request sampling settings, fed to every call. @internal */
+export type LoopSampling = ResolvedLogitsOptions & { modelLogprobs: boolean };
+
+function fail(message: string, cause?: unknown): RlvrError {
+  return new RlvrError(ErrorCode.MODEL_LOAD_FAILED, message, { cause });
+}
+
+function readLoopLayout(session: Ort.InferenceSession): LoopLayout {
+  const inputs = new Map(session.inputMetadata.map((meta) => [meta.name, meta]));
+  const past = inputs.get(LOOP_IO.past(0, 'key'));
+  const seen = inputs.get(LOOP_IO.inputs.seen);
+  if (!past?.isTensor || !seen?.isTensor || !inputs.has(LOOP_IO.inputs.uniforms)) {
+    throw fail(
+      `the ONNX graph is not a rollout loop graph (inputs: ${session.inputNames.join(', ')})`,
+    );
+  }
+  let numLayers = 0;
+  while (inputs.has(LOOP_IO.past(numLayers, 'key'))) numLayers++;
+  const [numKvHeads, headDim, vocabSize] = [past.shape[1], past.shape[3], seen.shape[1]];
+  if (
+    typeof numKvHeads !== 'number' ||
+    typeof headDim !== 'number' ||
+    typeof vocabSize !== 'number'
+  ) {
+    throw fail('the loop graph must have static KV heads, head size and vocabulary size');
+  }
+  return { numLayers, numKvHeads, headDim, vocabSize };
+}
+
+/**
+ * Drives the loop graph of `buildLoopGraph`: each call feeds the prompts (first call) or the last
+ * sampled token of every row, and samples `steps` tokens per row in-graph. The KV cache goes back
+ * and forth once per call, not once per token.
+ * @internal
+ */
+export class LoopDecoder {
+  readonly layout: LoopLayout;
+  readonly vocabSize: number;
+  private readonly ort: typeof Ort;
+  private session: Ort.InferenceSession;
+  private past: Ort.Tensor[] = [];
+  /** Attention mask of the cache, `[rows, length]`. */
+  private mask = new Uint8Array(0);
+  /** Position of the next token to feed, per row. */
+  private positions: number[] = [];
+  private rows = 0;
+  private length = 0;
+  /** Sizes of the partial sorts tried before a full sort for top-p (tests lower them). */
+  sortTiers: readonly [number, number] = SORT_TIERS;
+  /** Rows kept for the next call (`keepRows`), or undefined for all. */
+  private kept: number[] | undefined;
+
+  private constructor(ort: typeof Ort, session: Ort.InferenceSession) {
+    this.ort = ort;
+    this.session = session;
+    this.layout = readLoopLayout(session);
+    this.vocabSize = this.layout.vocabSize;
+  }
+
+  /** Creates a decoder for loop-graph bytes. */
+  static async create(model: Uint8Array | string, settings: SessionSettings): Promise<LoopDecoder> {
+    const ort = await loadOrt();
+    const session = await createSession(model, settings);
+    try {
+      return new LoopDecoder(ort, session);
+    } catch (error) {
+      await session.release();
+      throw error;
+    }
+  }
+
+  /** Replaces the session (after a weight update); the new graph must have the same layout. */
+  async replaceSession(model: Uint8Array | string, settings: SessionSettings): Promise<void> {
+    const session = await createSession(model, settings);
+    const layout = readLoopLayout(session);
+    if (JSON.stringify(layout) !== JSON.stringify(this.layout)) {
+      await session.release();
+      throw fail(`the new loop graph has a different layout: ${JSON.stringify(layout)}`);
+    }
+    const old = this.session;
+    this.session = session;
+    this.past = [];
+    await old.release();
+  }
+
+  async release(): Promise<void> {
+    this.past = [];
+    await this.session.release();
+  }
+
+  private int64(values: ArrayLike<number>, dims: number[]): Ort.Tensor {
+    const data = new BigInt64Array(values.length);
+    for (let index = 0; index < values.length; index++) data[index] = BigInt(values[index]!);
+    return new this.ort.Tensor('int64', data, dims);
+  }
+
+  private scalars(sampling: LoopSampling): Record<string, Ort.Tensor> {
+    const { Tensor } = this.ort;
+    const io = LOOP_IO.inputs;
+    const vocab = this.vocabSize;
+    const listSize = sampling.topK > 0 && sampling.topK < vocab ? sampling.topK : vocab;
+    const scalarF = (value: number) => new Tensor('float32', Float32Array.of(value), []);
+    const scalarB = (value: boolean) => new Tensor('bool', Uint8Array.of(value ? 1 : 0), []);
+    const scalarI = (value: number) => new Tensor('int64', BigInt64Array.of(BigInt(value)), []);
+    return {
+      [io.temperature]: scalarF(sampling.temperature > 0 ? 1 / sampling.temperature : 1),
+      [io.greedy]: scalarB(sampling.temperature === 0),
+      [io.filter]: scalarB(listSize < vocab || sampling.topP < 1),
+      [io.listSize]: scalarI(listSize),
+      [io.cheapSize]: scalarI(Math.min(listSize, this.sortTiers[0])),
+      [io.middleSize]: scalarI(Math.min(listSize, this.sortTiers[1])),
+      [io.topP]: scalarF(sampling.topP),
+      [io.minP]: scalarF(sampling.minP),
+      [io.useMinP]: scalarB(sampling.minP > 0),
+      [io.penalty]: scalarF(sampling.repetitionPenalty),
+      [io.usePenalty]: scalarB(sampling.repetitionPenalty !== 1),
+      [io.modelLogprobs]: scalarB(sampling.modelLogprobs),
+    };
+  }
+
+  private async run(feeds: Record<string, Ort.Tensor>, rows: number, steps: number) {
+    let outputs: Ort.InferenceSession.ReturnType;
+    try {
+      outputs = await this.session.run(feeds);
+    } catch (error) {
+      throw new RlvrError(
+        ErrorCode.MODEL_LOAD_FAILED,
+        `onnxruntime failed to run the loop graph: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    }
+    const out = LOOP_IO.outputs;
+    this.past = [];
+    for (let layer = 0; layer < this.layout.numLayers; layer++) {
+      this.past.push(
+        outputs[LOOP_IO.present(layer, 'key')]!,
+        outputs[LOOP_IO.present(layer, 'value')]!,
+      );
+    }
+    this.rows = rows;
+    return {
+      steps,
+      tokens: outputs[out.tokens]!.data as BigInt64Array,
+      logprobs: outputs[out.logprobs]!.data as Float32Array,
+      modelLogprobs: outputs[out.modelLogprobs]!.data as Float32Array,
+    };
+  }
+
+  /**
+   * Runs the distinct prompts (left-padded) and samples `steps` tokens for each of `copies[i]` rows
+   * per prompt `i` (rows in prompt order), with `uniforms` `[rows, steps]` and, for the repetition
+   * penalty, `seen` `[rows, vocab]` (1 = seen).
+   */
+  async start(
+    prompts: readonly (readonly number[])[],
+    copies: readonly number[],
+    uniforms: Float32Array,
+    sampling: LoopSampling,
+    seen?: Uint8Array,
+  ): Promise<ChunkResult> {
+    const { numLayers, numKvHeads, headDim } = this.layout;
+    const batch = prompts.length;
+    const length = Math.max(...prompts.map((prompt) => prompt.length));
+    const ids = new Array<number>(batch * length).fill(0);
+    const mask = new Array<number>(batch * length).fill(0);
+    const positionIds = new Array<number>(batch * length).fill(0);
+    prompts.forEach((prompt, row) => {
+      const pad = length - prompt.length;
+      prompt.forEach((token, column) => {
+        ids[row * length + pad + column] = token;
+        mask[row * length + pad + column] = 1;
+        positionIds[row * length + pad + column] = column;
+      });
+    });
+    const source: number[] = [];
+    copies.forEach((count, prompt) => {
+      for (let copy = 0; copy < count; copy++) source.push(prompt);
+    });
+    const rows = source.length;
+    const steps = uniforms.length / rows;
+    const io = LOOP_IO.inputs;
+    const feeds: Record<string, Ort.Tensor> = {
+      ...this.scalars(sampling),
+      [io.inputIds]: this.int64(ids, [batch, length]),
+      [io.attentionMask]: this.int64(mask, [batch, length]),
+      [io.positionIds]: this.int64(positionIds, [batch, length]),
+      [io.rows]: this.int64(source, [rows]),
+      [io.uniforms]: new this.ort.Tensor('float32', uniforms, [rows, steps]),
+      [io.seen]: this.seenTensor(rows, seen),
+    };
+    const empty = new Float32Array(0);
+    for (let layer = 0; layer < numLayers; layer++) {
+      for (const kind of ['key', 'value'] as const) {
+        feeds[LOOP_IO.past(layer, kind)] = new this.ort.Tensor('float32', empty, [
+          batch,
+          numKvHeads,
+          0,
+          headDim,
+        ]);
+      }
+    }
+    const result = await this.run(feeds, rows, steps);
+    this.length = length + steps - 1;
+    this.mask = new Uint8Array(rows * this.length);
+    this.positions = [];
+    source.forEach((prompt, row) => {
+      const pad = length - prompts[prompt]!.length;
+      this.mask.fill(1, row * this.length + pad, (row + 1) * this.length);
+      this.positions.push(prompts[prompt]!.length + steps - 1);
+    });
+    this.kept = undefined;
+    return result;
+  }
+
+  /**
+   * Feeds the last sampled token of every current row and samples `steps` more per row (of the
+   * rows kept by {@link keepRows}, if called), with `uniforms` `[rows, steps]`.
+   */
+  async next(
+    tokens: ArrayLike<number>,
+    uniforms: Float32Array,
+    sampling: LoopSampling,
+    seen?: Uint8Array,
+  ): Promise<ChunkResult> {
+    const previous = this.rows;
+    const length = this.length + 1;
+    const mask = new BigInt64Array(previous * length);
+    for (let row = 0; row < previous; row++) {
+      for (let column = 0; column < this.length; column++)
+        mask[row * length + column] = BigInt(this.mask[row * this.length + column]!);
+      mask[row * length + length - 1] = 1n;
+    }
+    const kept = this.kept ?? Array.from({ length: previous }, (_, row) => row);
+    const rows = kept.length;
+    const steps = uniforms.length / rows;
+    const io = LOOP_IO.inputs;
+    const feeds: Record<string, Ort.Tensor> = {
+      ...this.scalars(sampling),
+      [io.inputIds]: this.int64(tokens, [previous, 1]),
+      [io.attentionMask]: new this.ort.Tensor('int64', mask, [previous, length]),
+      [io.positionIds]: this.int64(this.positions, [previous, 1]),
+      [io.rows]: this.int64(kept, [rows]),
+      [io.uniforms]: new this.ort.Tensor('float32', uniforms, [rows, steps]),
+      [io.seen]: this.seenTensor(rows, seen),
+    };
+    for (let layer = 0; layer < this.layout.numLayers; layer++) {
+      feeds[LOOP_IO.past(layer, 'key')] = this.past[2 * layer]!;
+      feeds[LOOP_IO.past(layer, 'value')] = this.past[2 * layer + 1]!;
+    }
+    const result = await this.run(feeds, rows, steps);
+    const nextLength = length + steps - 1;
+    const nextMask = new Uint8Array(rows * nextLength);
+    kept.forEach((row, index) => {
+      nextMask.set(
+        this.mask.subarray(row * this.length, (row + 1) * this.length),
+        index * nextLength,
+      );
+      nextMask.fill(1, index * nextLength + this.length, (index + 1) * nextLength);
+    });
+    this.mask = nextMask;
+    this.length = nextLength;
+    this.positions = kept.map((row) => this.positions[row]! + steps);
+    this.kept = undefined;
+    return result;
+  }
+
+  /** Keeps only the given rows (ascending indices into the current rows) from the next call on. */
+  keepRows(rows: readonly number[]): void {
+    this.kept = [...rows];
+  }
+
+  private seenTensor(rows: number, seen: Uint8Array | undefined): Ort.Tensor {
+    return seen
+      ? new this.ort.Tensor('bool', seen, [rows, this.vocabSize])
+      : new this.ort.Tensor('bool', new Uint8Array(this.vocabSize), [1, this.vocabSize]);
+  }
+}

@@ -1,0 +1,63 @@
+import {
+  type GenerationSettings,
+  generateBatch,
+  type IndexedCompletion,
+  type SequenceJob,
+  type TokenEvent,
+} from '../engine/generate-batch.js';
+import { generateChunked } from '../engine/generate-chunked.js';
+import { LoopDecoder } from '../loop/loop-decoder.js';
+import { OnnxDecoder } from './onnx-decoder.js';
+import type { SessionSettings } from './ort.js';
+
+/**
+ * Which decoding engine runs a graph: `loop` (the in-graph sampling loop built from a checkpoint,
+ * `stepsPerRun` tokens per `session.run`) or `optimum` (any Optimum-style decoder, one token per
+ * `session.run`, sampled in JavaScript).
+ * @internal
+ */
+export type EngineKind = { type: 'loop'; stepsPerRun: number } | { type: 'optimum' };
+
+/** Hooks of one generation call. @internal */
+export type GenerateHooks = {
+  decode?: (tokenIds: number[]) => string;
+  shouldAbort?: () => boolean;
+  onToken?: (event: TokenEvent) => void;
+};
+
+/** A decoder of either engine behind one interface. @internal */
+export type DecoderEngine = {
+  readonly vocabSize: number;
+  generate(
+    jobs: readonly SequenceJob[],
+    settings: GenerationSettings,
+    hooks: GenerateHooks,
+  ): Promise<IndexedCompletion[]>;
+  replaceSession(model: Uint8Array | string, settings: SessionSettings): Promise<void>;
+  release(): Promise<void>;
+};
+
+/** Creates the decoder of `kind` for the graph `model`. @internal */
+export async function createDecoderEngine(
+  kind: EngineKind,
+  model: Uint8Array | string,
+  session: SessionSettings,
+): Promise<DecoderEngine> {
+  if (kind.type === 'loop') {
+    const decoder = await LoopDecoder.create(model, session);
+    return {
+      vocabSize: decoder.vocabSize,
+      generate: (jobs, settings, hooks) =>
+        generateChunked(decoder, jobs, settings, kind.stepsPerRun, hooks),
+      replaceSession: (next, settings) => decoder.replaceSession(next, settings),
+      release: () => decoder.release(),
+    };
+  }
+  const decoder = await OnnxDecoder.create(model, session);
+  return {
+    vocabSize: decoder.vocabSize,
+    generate: (jobs, settings, hooks) => generateBatch(decoder, jobs, settings, hooks),
+    replaceSession: (next, settings) => decoder.replaceSession(next, settings),
+    release: () => decoder.release(),
+  };
+}
