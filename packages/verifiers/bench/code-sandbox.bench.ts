@@ -1,10 +1,14 @@
 /**
  * Sandbox start-up overhead: median wall time of one `runTests` call with a trivial program and one
- * test, next to a plain interpreter start (`python3 -c pass`, `node -e 0`) of the same binary.
- * Run: `pnpm --filter @rlvr/verifiers bench` (or `npx tsx bench/code-sandbox.bench.ts`).
+ * test, next to a plain interpreter start (`python3 -c pass`, `node -e 0`) of the same binary. The
+ * two are interleaved (plain, sandboxed, plain, …) so that load changes on a shared machine hit
+ * both columns alike.
+ * Run: `pnpm --filter @rlvr/verifiers bench` (or `npx tsx bench/code-sandbox.bench.ts`);
+ * `BENCH_RUNS=41` for more samples.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { runTests } from '../src/code/index.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 21);
@@ -15,28 +19,30 @@ function median(values: number[]): number {
 }
 
 function timePlain(file: string, args: string[]): number {
-  const samples: number[] = [];
-  for (let index = 0; index < RUNS; index++) {
-    const started = performance.now();
-    const result = spawnSync(file, args, { stdio: 'ignore', env: {} });
-    samples.push(performance.now() - started);
-    if (result.status !== 0) throw new Error(`${file} ${args.join(' ')} exited ${result.status}`);
-  }
-  return median(samples);
+  const started = performance.now();
+  const result = spawnSync(file, args, { stdio: 'ignore', env: {} });
+  const elapsed = performance.now() - started;
+  if (result.status !== 0) throw new Error(`${file} ${args.join(' ')} exited ${result.status}`);
+  return elapsed;
 }
 
-async function timeSandbox(language: 'python' | 'javascript'): Promise<number> {
+async function measure(
+  language: 'python' | 'javascript',
+  plain: [string, string[]],
+): Promise<{ plain: number; sandbox: number }> {
   const program = language === 'python' ? 'x = 1' : 'const x = 1;';
   const tests = language === 'python' ? ['assert x == 1'] : ['assert.strictEqual(x, 1);'];
   await runTests({ language, program, tests }); // warm-up: runtime discovery and probe
-  const samples: number[] = [];
+  const plainSamples: number[] = [];
+  const sandboxSamples: number[] = [];
   for (let index = 0; index < RUNS; index++) {
+    plainSamples.push(timePlain(...plain));
     const started = performance.now();
     const result = await runTests({ language, program, tests });
-    samples.push(performance.now() - started);
+    sandboxSamples.push(performance.now() - started);
     if (result.verdict !== 'pass') throw new Error(`sandbox run failed: ${result.reason}`);
   }
-  return median(samples);
+  return { plain: median(plainSamples), sandbox: median(sandboxSamples) };
 }
 
 async function main(): Promise<void> {
@@ -49,16 +55,17 @@ async function main(): Promise<void> {
   const rows = [
     {
       what: `python (${pythonVersion})`,
-      plain: timePlain(python, ['-c', 'pass']),
-      sandbox: await timeSandbox('python'),
+      ...(await measure('python', [python, ['-c', 'pass']])),
     },
     {
       what: `javascript (node ${process.version})`,
-      plain: timePlain(process.execPath, ['-e', '0']),
-      sandbox: await timeSandbox('javascript'),
+      ...(await measure('javascript', [process.execPath, ['-e', '0']])),
     },
   ];
-  console.log(`code-sandbox start-up, median of ${RUNS} runs (ms):`);
+  const load = loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' ');
+  console.log(`code-sandbox start-up, median of ${RUNS} interleaved runs (ms; load ${load}):`);
   console.log('language                      plain   sandbox   overhead');
   for (const row of rows) {
     console.log(

@@ -142,6 +142,29 @@ describe.skipIf(!HAS_BWRAP)('sandbox attack suite: python', { timeout: 60_000 },
     expect(result.violations[0]?.kind).toBe('tamper');
   });
 
+  it('should report tampering with stdlib modules the tests use, however they are reached', async () => {
+    for (const [program, tests] of [
+      ['import json\njson.loads = lambda text: [1, 2]\n', ['assert json.loads("[]") == [1, 2]']],
+      // The program never names json; the tests do, so it is imported and watched before the run.
+      [
+        '__import__("".join(["js", "on"])).loads = lambda text: [1, 2]\n',
+        ['import json\nassert json.loads("[]") == [1, 2]'],
+      ],
+      [
+        'import heapq\nheapq.heappop = lambda heap: 0\n',
+        ['import heapq\nassert heapq.heappop([5]) == 0'],
+      ],
+      [
+        'import collections\ncollections.Counter = dict\n',
+        ['from collections import Counter\nassert Counter("aa") == {}'],
+      ],
+    ] as const) {
+      const result = await attack({ language: 'python', program, tests: [...tests] });
+      expect(result.verdict, program).toBe('blocked');
+      expect(result.violations[0]?.kind, program).toBe('tamper');
+    }
+  });
+
   it('should block forged harness messages on the result channel', async () => {
     const result = await attack({
       language: 'python',
@@ -248,6 +271,8 @@ describe.skipIf(!HAS_BWRAP)('sandbox attack suite: javascript', { timeout: 60_00
       "require('fs').readFileSync('/rlvr/harness.cjs', 'utf8')",
       "require('fs').writeFileSync('/tmp/escape.txt', 'x')",
       "require('fs').readdirSync('/')",
+      "require('fs').promises.readFile('/etc/passwd').catch(() => {})",
+      "require('fs/promises').writeFile('/tmp/escape.txt', 'x').catch(() => {})",
     ]) {
       const result = await attack({
         language: 'javascript',

@@ -1,8 +1,10 @@
 /**
  * The JavaScript test harness, run inside the sandbox as
- * `node --experimental-permission --allow-fs-read=<workDir>,<harness> --allow-fs-write=<workDir> <harness>`.
+ * `node --experimental-permission --allow-fs-read=<workDir> --allow-fs-write=<workDir> -e <harness>`
+ * (no file: nothing to mount, nothing left in the temp dir).
  *
- * Same protocol as the Python harness (see `harness-python.ts` and `docs/code-sandbox.md`). The
+ * Same protocol as the Python harness (see `harness-python.ts` and `docs/code-sandbox.md`): a
+ * length-prefixed payload on stdin, the run's `cgroup.procs` descriptors on fds 4 and up. The
  * program runs as a classic script in the main context (its top-level declarations are visible to
  * the tests); it gets a guarded `require` (a builtin allowlist; `fs` wrapped to report and deny paths
  * outside the work dir; process, network, inspector, v8 and loader modules reported as violations),
@@ -37,10 +39,27 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
   const Error_ = Error;
   const isBuffer = Buffer.isBuffer;
   const URL_ = URL;
-  const payload = JSON.parse(fs.readFileSync(0, 'utf8'));
-  const nonce = payload.nonce;
-  const workDir = payload.workDir;
-  const programFile = payload.programFile;
+  // Payload: a header line of byte lengths, then the UTF-8 fields back to back (see above).
+  const data = fs.readFileSync(0);
+  const newline = data.indexOf(10);
+  const sizes = newline < 0 ? [] : data.toString('latin1', 0, newline).split(' ');
+  const fields = [];
+  let position = newline + 1;
+  for (let index = 0; index < sizes.length; index++) {
+    const end = position + Number(sizes[index]);
+    fields.push(data.toString('utf8', position, end));
+    position = end;
+  }
+  if (fields.length < 9) apply(reallyExit, process, [2]);
+  const nonce = fields[0];
+  const workDir = fields[1];
+  const programFile = fields[2];
+  const payload = {
+    program: fields[3],
+    setup: fields[4],
+    tests: fields[5] === 's' ? fields[8] : fields.slice(8),
+  };
+  const cgroupFds = Number(fields[7]);
 
   const clean = (value) => {
     let text;
@@ -87,6 +106,17 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
     }
   };
   const exit = () => apply(reallyExit, process, [0]);
+
+  // --- join the run's cgroup(s) before any program code runs --------------------------------
+  for (let fd = 4; fd < 4 + cgroupFds; fd++) {
+    try {
+      writeSync(fd, '0');
+      fs.closeSync(fd);
+    } catch (error) {
+      emit(nonce + ' E setup error cannot join the run cgroup: ' + describe(error));
+      exit();
+    }
+  }
 
   // --- compile tests before any program code runs -------------------------------------------
   // Each test (and the setup) is a strict async arrow: strict code exposes no caller.
@@ -137,18 +167,41 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
   };
   const writeNames = /^(write|append|mkdir|mkdtemp|rm|rmdir|unlink|rename|copy|cp|symlink|link|chmod|lchmod|chown|lchown|utimes|lutimes|futimes|truncate|createWriteStream)/i;
   const twoPathNames = /^(rename|copyFile|cp|symlink|link)/i;
-  const guardFs = (real) => {
+  // Natives for guards that may be built after the program started (lazily, see below).
+  const keysOf = Object.keys;
+  const describeProperty = Object.getOwnPropertyDescriptor;
+  const defineProperty = Object.defineProperty;
+  const freeze = Object.freeze;
+  const regexTest = RegExp.prototype.test;
+  const matches = (pattern, text) => apply(regexTest, pattern, [text]);
+  const upperFirst = /^[A-Z]/;
+  const opensName = /^open/;
+  // Accessors of the real module (fs.promises, fs.ReadStream, ...) become accessors of the guarded
+  // copy, resolved by 'lazy' on first use: reading them here would load streams, readline and
+  // fs/promises (~15 internal modules) on every run. The guarded copies themselves are built on the
+  // program's first require (most programs never touch fs), only with natives captured above;
+  // properties are defined, not assigned, so setters the program put on Object.prototype never run.
+  const own = (target, key, value) =>
+    defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  const guardFs = (real, lazy) => {
     const guarded = {};
-    for (const key of Object.keys(real)) {
-      const value = real[key];
-      if (typeof value !== 'function' || /^[A-Z]/.test(key)) {
-        guarded[key] = value;
+    const keys = keysOf(real);
+    for (let index = 0; index < keys.length; index++) {
+      const key = keys[index];
+      const descriptor = describeProperty(real, key);
+      if (descriptor !== undefined && !('value' in descriptor)) {
+        defineProperty(guarded, key, { enumerable: true, get: () => lazy(key) });
         continue;
       }
-      const writesAlways = writeNames.test(key);
-      const opens = /^open/.test(key);
-      const twoPaths = twoPathNames.test(key);
-      guarded[key] = function (...args) {
+      const value = real[key];
+      if (typeof value !== 'function' || matches(upperFirst, key)) {
+        own(guarded, key, value);
+        continue;
+      }
+      const writesAlways = matches(writeNames, key);
+      const opens = matches(opensName, key);
+      const twoPaths = matches(twoPathNames, key);
+      own(guarded, key, function (...args) {
         const flags = args[1];
         const writes =
           writesAlways ||
@@ -161,12 +214,26 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
           }
         }
         return apply(value, this, args);
-      };
+      });
     }
-    return Object.freeze(guarded);
+    return freeze(guarded);
   };
-  const guardedFs = guardFs(fs);
-  const guardedFsPromises = guardFs(fs.promises);
+  let guardedFsPromises = null;
+  const fsPromises = () => {
+    if (guardedFsPromises === null) {
+      const real = fs.promises;
+      guardedFsPromises = guardFs(real, (key) => real[key]);
+    }
+    return guardedFsPromises;
+  };
+  // fs.promises is the guarded fs/promises too (both report paths outside the work dir).
+  let guardedFs = null;
+  const fsModule = () => {
+    if (guardedFs === null) {
+      guardedFs = guardFs(fs, (key) => (key === 'promises' ? fsPromises() : fs[key]));
+    }
+    return guardedFs;
+  };
   const denied = {
     __proto__: null,
     child_process: 'process', cluster: 'process', worker_threads: 'process',
@@ -186,8 +253,8 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
     function require(specifier) {
       let name = String_(specifier);
       if (apply(startsWith, name, ['node:'])) name = clean(name).slice(5);
-      if (name === 'fs') return guardedFs;
-      if (name === 'fs/promises') return guardedFsPromises;
+      if (name === 'fs') return fsModule();
+      if (name === 'fs/promises') return fsPromises();
       if (hasOwn(denied, name)) throw violation(denied[name], 'require ' + name);
       if (allowed[name] === true) return realRequire(name);
       const error = new Error_(

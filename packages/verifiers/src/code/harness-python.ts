@@ -1,10 +1,20 @@
 /**
- * The Python test harness, run inside the sandbox as `python3 -I -S -B -X utf8 <harness>`.
+ * The Python test harness, run inside the sandbox as `python3 -I -S -B -X utf8 -c <PYTHON_BOOT>`
+ * with the harness compiled once per interpreter on the host (`marshal`) and sent ahead of the
+ * payload, or as `-c <PYTHON_HARNESS>` where that could not be built. No file: nothing to mount,
+ * nothing left in the temp dir.
  *
- * Protocol (see `docs/code-sandbox.md`): the host writes one JSON payload to stdin
- * (`{ nonce, program, tests, setup, workDir, readRoots, programFile }`); the harness reads it whole,
- * points fd 0 at /dev/null, compiles every test BEFORE the program runs, installs an audit hook,
- * runs the program, then the tests, and reports on fd 3 in lines:
+ * Protocol (see `docs/code-sandbox.md`): the host writes one length-prefixed payload to stdin: a
+ * header line of space-separated byte lengths, then the UTF-8 fields back to back —
+ * `nonce, workDir, programFile, program, setup, testsKind ('s' string | 'a' array),
+ * readRoots (NUL-separated), cgroupFds (count), ...tests`. No `json` import: it costs ~10 ms
+ * (json → re → enum) on every run. The harness reads the payload whole, points fd 0 at /dev/null,
+ * joins the run's cgroup(s) through the `cgroup.procs` descriptors the host opened (fds 4, 5: the
+ * kernel checks the opener's credentials, so the unprivileged sandbox user can join a group only
+ * root may move processes into) and closes them, compiles every test and the program BEFORE the
+ * program runs, installs an audit hook, runs the program, then the tests, and reports on fd 3 in
+ * lines:
+ *   `<nonce> N <total>`                             the number of countable tests,
  *   `<nonce> T <index> pass|fail|error <message>`  after each test,
  *   `<nonce> S <passed> <total>`                    after the last test (the only way to `pass`),
  *   `<nonce> E load|setup <kind> <message>`         when the program (or setup) cannot run,
@@ -18,7 +28,7 @@ export const PYTHON_HARNESS = String.raw`
 import sys, os
 
 def _rlvr_main():
-    import builtins, json, math, operator, functools, itertools, collections
+    import builtins, math, operator, itertools, types
     _write = os.write
     _exit = os._exit
     _realpath = os.path.realpath
@@ -27,6 +37,7 @@ def _rlvr_main():
     _len = len
     _exec = exec
     _compile = compile
+    _import = __import__
     _type = type
     _BaseException = BaseException
     _AssertionError = AssertionError
@@ -41,14 +52,34 @@ def _rlvr_main():
         if not chunk:
             break
         chunks.append(chunk)
-    payload = json.loads(b''.join(chunks))
+    data = b''.join(chunks)
     del chunks
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    nonce = payload['nonce']
-    work_dir = payload['workDir']
-    read_roots = tuple(payload['readRoots'])
+    fields = []
+    try:
+        newline = data.index(b'\n')
+        position = newline + 1
+        for size in data[:newline].split():
+            end = position + int(size)
+            fields.append(data[position:end].decode('utf-8'))
+            position = end
+    except _BaseException:
+        _exit(2)
+    del data
+    if _len(fields) < 9:
+        _exit(2)
+    nonce = fields[0]
+    work_dir = fields[1]
+    program_file = fields[2]
+    program_source = fields[3]
+    setup_source = fields[4]
+    tests_kind = fields[5]
+    read_roots = tuple(fields[6].split('\0'))
+    cgroup_fds = int(fields[7])
+    raw_tests = fields[8:]
+    del fields
     write_roots = (work_dir,)
 
     def clean(text):
@@ -67,28 +98,37 @@ def _rlvr_main():
         except _BaseException:
             return 'unprintable exception'
 
-    # --- compile tests (before any program code runs) ---------------------------------------
+    # --- join the run's cgroup(s) before any program code runs ------------------------------
+    for fd in range(4, 4 + cgroup_fds):
+        try:
+            _write(fd, b'0')
+            os.close(fd)
+        except _BaseException as error:
+            emit(nonce + ' E setup error cannot join the run cgroup: ' + describe(error))
+            _exit(0)
+
+    # --- compile tests and the program (before any program code runs) -----------------------
     tests = []  # (kind, code) with kind 'test' or 'setup'
     try:
-        if payload['setup']:
-            tests.append(('setup', _compile(payload['setup'], '<setup>', 'exec', 0, True, 0)))
-        raw_tests = payload['tests']
-        if _isinstance(raw_tests, _str):
-            import ast
-            tree = ast.parse(raw_tests, '<tests>')
+        if setup_source:
+            tests.append(('setup', _compile(setup_source, '<setup>', 'exec', 0, True, 0)))
+        if tests_kind == 's':
+            import _ast
+            # PyCF_ONLY_AST: ast.parse without importing ast (and enum, re...).
+            tree = _compile(raw_tests[0], '<tests>', 'exec', 0x400, True, 0)
             pending = []
             for node in tree.body:
-                if _isinstance(node, (ast.Assert, ast.Expr)):
+                if _isinstance(node, (_ast.Assert, _ast.Expr)):
                     if pending:
-                        module = ast.Module(body=pending, type_ignores=[])
+                        module = _ast.Module(body=pending, type_ignores=[])
                         tests.append(('setup', _compile(module, '<tests>', 'exec', 0, True, 0)))
                         pending = []
-                    module = ast.Module(body=[node], type_ignores=[])
+                    module = _ast.Module(body=[node], type_ignores=[])
                     tests.append(('test', _compile(module, '<tests>', 'exec', 0, True, 0)))
                 else:
                     pending.append(node)
             if pending:
-                module = ast.Module(body=pending, type_ignores=[])
+                module = _ast.Module(body=pending, type_ignores=[])
                 tests.append(('setup', _compile(module, '<tests>', 'exec', 0, True, 0)))
         else:
             for source in raw_tests:
@@ -101,9 +141,42 @@ def _rlvr_main():
         if kind == 'test':
             total += 1
     emit(nonce + ' N ' + _str(total))
-    program_source = payload['program']
-    program_file = payload['programFile']
-    del payload, raw_tests
+    program_code = None
+    program_error = None
+    try:
+        program_code = _compile(program_source, program_file, 'exec', 0, True, 0)
+    except _BaseException as error:
+        program_error = error
+    del raw_tests, setup_source, program_source
+
+    # --- modules to watch: the stdlib modules the tests or the program name ------------------
+    # Names (globals, attributes, imports) and string constants of every compiled code object;
+    # such modules are imported now, pristine, and snapshotted with everything they pulled in.
+    code_type = _type(_compile('0', '<rlvr>', 'eval'))
+    names = set()
+    pending_codes = [code for _kind, code in tests]
+    if program_code is not None:
+        pending_codes.append(program_code)
+    while pending_codes:
+        code = pending_codes.pop()
+        for name in code.co_names:
+            names.add(name.partition('.')[0])
+        for const in code.co_consts:
+            if _type(const) is code_type:
+                pending_codes.append(const)
+            elif _type(const) is _str and _len(const) < 32:
+                names.add(const)
+    watchable = (
+        'math', 'operator', 'itertools', 'functools', 'collections', 'json', 're', 'string',
+        'heapq', 'bisect', 'random', 'statistics', 'fractions', 'decimal', 'cmath',
+    )
+    for name in watchable:
+        if name in names:
+            try:
+                _import(name)
+            except _BaseException:
+                pass
+    del names, pending_codes
 
     # --- audit hook: deny-by-default for files, processes, network, introspection --------
     blocked_frames = frozenset(('tb_frame', 'gi_frame', 'cr_frame', 'ag_frame', 'f_code', 'f_back'))
@@ -211,7 +284,8 @@ def _rlvr_main():
 
     # --- pristine state the tests use, and a snapshot to detect tampering --------------------
     pristine_builtins = dict(builtins.__dict__)
-    watched = (builtins, math, operator, functools, itertools, collections, json)
+    loaded = sys.modules
+    watched = [builtins] + [loaded[name] for name in watchable if name in loaded]
     snapshots = [(module, dict(module.__dict__)) for module in watched]
 
     def tampered():
@@ -228,8 +302,9 @@ def _rlvr_main():
     namespace = {'__name__': 'solution', '__file__': program_file, '__builtins__': builtins}
     armed[0] = True
     try:
-        code = _compile(program_source, program_file, 'exec', 0, True, 0)
-        _exec(code, namespace)
+        if program_error is not None:
+            raise program_error
+        _exec(program_code, namespace)
     except _SystemExit as error:
         emit(nonce + ' E load exit program exited before the tests ran (code ' + clean(error.code) + ')')
         _exit(0)
@@ -287,4 +362,29 @@ def _rlvr_main():
     _exit(0)
 
 _rlvr_main()
+`;
+
+/**
+ * Loader for the precompiled harness: stdin starts with `<byte length>\n<marshal bytes>`; it runs
+ * that code object (which then reads the payload that follows). The bytes come from the trusted
+ * interpreter on the host (see `discoverRuntime`), before any program code exists.
+ * @internal
+ */
+export const PYTHON_BOOT = String.raw`
+import os, marshal
+_b = b''
+while _b[-1:] != b'\n':
+    _c = os.read(0, 1)
+    if not _c:
+        os._exit(2)
+    _b += _c
+_n = int(_b)
+_b = b''
+while len(_b) < _n:
+    _c = os.read(0, _n - len(_b))
+    if not _c:
+        os._exit(2)
+    _b += _c
+del _c, _n
+exec(marshal.loads(_b))
 `;

@@ -1,6 +1,12 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ErrorCode, InvalidArgumentError, RlvrError } from '@rlvr/core';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PYTHON_HARNESS } from './harness-python.js';
 import { runTests } from './run-tests.js';
+import { defaultPythonPath } from './runtime.js';
 import { HAS_BWRAP } from './sandbox-test-support.js';
 
 const limits = { wallTimeMs: 8000 };
@@ -243,5 +249,129 @@ describe.skipIf(!HAS_BWRAP)('runTests: javascript', { timeout: 60_000 }, () => {
     });
     expect(result.violations).toEqual([]);
     expect(result.verdict).toBe('pass');
+  });
+});
+
+/** The harness payload: a line of byte lengths, then the UTF-8 fields back to back. */
+function framed(fields: string[]): Buffer {
+  const parts = fields.map((field) => Buffer.from(field, 'utf8'));
+  return Buffer.concat([Buffer.from(`${parts.map((part) => part.length).join(' ')}\n`), ...parts]);
+}
+
+const PYTHON = defaultPythonPath();
+
+describe.skipIf(!PYTHON)('python harness protocol', () => {
+  it('should run from source with a length-prefixed payload and without importing json', () => {
+    const work = mkdtempSync(join(tmpdir(), 'rlvr-protocol-'));
+    try {
+      const nonce = 'n0nce';
+      const program = [
+        'import sys',
+        // Not a literal "json": the harness imports (and watches) modules the code names.
+        'JSON_LOADED = "".join(["js", "on"]) in sys.modules',
+        'def flip(text):',
+        '    return text[::-1]',
+      ].join('\n');
+      const payload = framed([
+        nonce,
+        work,
+        `${work}/solution.py`,
+        program,
+        '',
+        'a',
+        work,
+        '0',
+        'assert flip("ab") == "ba"',
+        'assert flip("é – 😀") == "😀 – é"',
+        'assert not JSON_LOADED',
+        'assert flip("x") == "y"',
+      ]);
+      const result = spawnSync(
+        PYTHON as string,
+        ['-I', '-S', '-B', '-X', 'utf8', '-c', PYTHON_HARNESS],
+        { input: payload, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {}, timeout: 20_000 },
+      );
+      const lines = String(result.output[3]).trim().split('\n');
+      expect(lines.slice(0, 4)).toEqual([
+        `${nonce} N 4`,
+        `${nonce} T 0 pass `,
+        `${nonce} T 1 pass `,
+        `${nonce} T 2 pass `,
+      ]);
+      expect(lines[4]).toMatch(new RegExp(`^${nonce} T 3 fail AssertionError`));
+      expect(lines[5]).toBe(`${nonce} S 3 4`);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!HAS_BWRAP)('runTests start-up', { timeout: 60_000 }, () => {
+  const harnessFolders = () =>
+    readdirSync(tmpdir()).filter((name) => name.startsWith('rlvr-harness-'));
+
+  it('should carry non-ASCII programs and tests intact, and leave no harness files behind', async () => {
+    const before = new Set(harnessFolders());
+    const python = await runTests({
+      language: 'python',
+      program: 's = "héllo – 😀"\n',
+      tests: ['assert s == "héllo – 😀"', 'assert len(s) == 9'],
+      limits,
+    });
+    expect(python.verdict).toBe('pass');
+    const javascript = await runTests({
+      language: 'javascript',
+      program: "const s = 'héllo – 😀';",
+      tests: ["assert.strictEqual(s, 'héllo – 😀');", 'assert.strictEqual([...s].length, 9);'],
+      limits,
+    });
+    expect(javascript.verdict).toBe('pass');
+    expect(harnessFolders().filter((name) => !before.has(name))).toEqual([]);
+  });
+
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+
+  it.skipIf(!isRoot)('should run the program inside its run cgroup (as root)', async (context) => {
+    const prefix = `rlvr-sandbox-${process.pid}-`;
+    const groups = (directory: string, depth: number): string[] => {
+      const found: string[] = [];
+      let entries: string[] = [];
+      try {
+        entries = readdirSync(directory);
+      } catch {
+        return found;
+      }
+      for (const entry of entries) {
+        const path = join(directory, entry);
+        if (entry.startsWith(prefix)) found.push(path);
+        else if (depth > 0 && !entry.includes('.')) found.push(...groups(path, depth - 1));
+      }
+      return found;
+    };
+    let done = false;
+    const running = runTests({
+      language: 'python',
+      program: 'import time\ntime.sleep(1)\n',
+      tests: ['assert 1'],
+      limits,
+    }).finally(() => {
+      done = true;
+    });
+    let members = 0;
+    while (!done && members === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      for (const group of groups('/sys/fs/cgroup', 4)) {
+        try {
+          members += readFileSync(join(group, 'cgroup.procs'), 'utf8')
+            .trim()
+            .split('\n')
+            .filter(Boolean).length;
+        } catch {}
+      }
+    }
+    const result = await running;
+    expect(result.verdict).toBe('pass');
+    if (!result.isolation.cgroup) context.skip('cgroups are not usable on this host');
+    expect(members).toBeGreaterThan(0);
   });
 });

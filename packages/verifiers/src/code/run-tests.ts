@@ -1,16 +1,19 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import {
-  chmodSync,
+  closeSync,
   existsSync,
+  constants as fsConstants,
   mkdtempSync,
+  openSync,
   readdirSync,
+  readFileSync,
   rmSync,
   statSync,
-  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import {
   AbortedError,
   ErrorCode,
@@ -22,7 +25,7 @@ import {
 } from '@rlvr/core';
 import { createRunCgroup, type RunCgroup } from './cgroup.js';
 import { JAVASCRIPT_HARNESS } from './harness-javascript.js';
-import { PYTHON_HARNESS } from './harness-python.js';
+import { PYTHON_BOOT, PYTHON_HARNESS } from './harness-python.js';
 import { defaultPythonPath, discoverRuntime, type RuntimeInfo } from './runtime.js';
 import {
   type CodeLanguage,
@@ -39,7 +42,8 @@ import {
 
 const FN = 'runTests';
 const SANDBOX_WORK_DIR = '/sandbox';
-const SANDBOX_HARNESS_DIR = '/rlvr';
+/** Where bubblewrap writes the JavaScript harness (from a descriptor; read-only, in the sandbox). */
+const SANDBOX_JS_HARNESS = '/rlvr/harness.cjs';
 const MAX_SOURCE_CHARS = 4 * 1024 * 1024;
 const DEVICE_READ_ROOTS = ['/dev/null', '/dev/zero', '/dev/urandom', '/dev/random'];
 const VIOLATION_KINDS = new Set<ViolationKind>([
@@ -49,26 +53,6 @@ const VIOLATION_KINDS = new Set<ViolationKind>([
   'network',
   'tamper',
 ]);
-
-let harnessDirectory: string | undefined;
-function harnessFile(language: CodeLanguage): string {
-  if (!harnessDirectory || !existsSync(harnessDirectory)) {
-    const directory = mkdtempSync(join(tmpdir(), 'rlvr-harness-'));
-    harnessDirectory = directory;
-    // One harness folder per process, removed when the process exits.
-    process.once('exit', () => {
-      try {
-        rmSync(directory, { recursive: true, force: true });
-      } catch {
-        // best effort: the folder is small and in the temp dir
-      }
-    });
-    chmodSync(harnessDirectory, 0o755);
-    writeFileSync(join(harnessDirectory, 'harness.py'), PYTHON_HARNESS, { mode: 0o644 });
-    writeFileSync(join(harnessDirectory, 'harness.cjs'), JAVASCRIPT_HARNESS, { mode: 0o644 });
-  }
-  return join(harnessDirectory, language === 'python' ? 'harness.py' : 'harness.cjs');
-}
 
 /** bubblewrap binary: `RLVR_BWRAP` (an explicit path) or `bwrap` from the system directories. */
 function bwrapPath(): string | null {
@@ -80,6 +64,20 @@ function bwrapPath(): string | null {
 
 function isRoot(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+/**
+ * The uid drop happens in the spawn itself (libuv: `setgroups(0)`, `setgid`, `setuid` between fork
+ * and exec: no `setpriv` hop). libuv ignores a failing `setgroups`, which happens only where
+ * `/proc/self/setgroups` says `deny`; there the drop is not used (root's groups would survive).
+ */
+function canDropUid(): boolean {
+  if (!isRoot()) return false;
+  try {
+    return readFileSync('/proc/self/setgroups', 'utf8').trim() !== 'deny';
+  } catch {
+    return true; // kernels before 3.19 have no such file and no such restriction
+  }
 }
 
 function findOnPath(name: string): string | null {
@@ -125,7 +123,8 @@ function resolveLimits(value: unknown): ResolvedLimits {
   };
 }
 
-type Mode = { dropUid: boolean };
+/** How runs start here, found once by {@link probeMode}. */
+type Mode = { dropUid: boolean; cgroup: boolean };
 
 type Plan = {
   language: CodeLanguage;
@@ -137,52 +136,35 @@ type Plan = {
 
 const probes = new Map<string, Promise<Mode>>();
 
-/** Builds argv for one run: [cgroup join] → [setpriv] → prlimit → [bwrap …] → interpreter. */
-function buildCommand(
-  plan: Plan,
-  workDir: string,
-  cgroup: RunCgroup | null,
-  uid: number,
-): { argv: string[]; harnessPath: string } {
+/**
+ * Builds argv for one run: prlimit → [bwrap …] → interpreter. The uid drop is a spawn option and the
+ * cgroup join is done by the harness through descriptors (see `execute`), so the chain has no shell
+ * or `setpriv` hop. Python runs `-c` (the precompiled harness arrives on stdin, see `PYTHON_BOOT`);
+ * sandboxed Node runs the harness as a file that bubblewrap writes into the sandbox from descriptor
+ * `harnessFd` (`--ro-bind-data`; a `-e` script costs Node ~8 ms more), unsandboxed Node runs `-e`.
+ */
+function buildCommand(plan: Plan, workDir: string, uid: number, harnessFd: number): string[] {
   const { runtime, limits, sandboxed, mode } = plan;
-  const hostHarness = harnessFile(plan.language);
-  const harnessPath = sandboxed
-    ? `${SANDBOX_HARNESS_DIR}/${plan.language === 'python' ? 'harness.py' : 'harness.cjs'}`
-    : hostHarness;
+  const harnessFile = sandboxed && plan.language === 'javascript';
   const interpreter =
     plan.language === 'python'
-      ? [runtime.executable, '-I', '-S', '-B', '-X', 'utf8', harnessPath]
+      ? [
+          runtime.executable,
+          ...['-I', '-S', '-B', '-X', 'utf8', '-c'],
+          runtime.compiledHarness ? PYTHON_BOOT : PYTHON_HARNESS,
+        ]
       : [
           runtime.executable,
           '--experimental-permission',
           `--allow-fs-read=${workDir}`,
-          `--allow-fs-read=${harnessPath}`,
+          ...(harnessFile ? [`--allow-fs-read=${SANDBOX_JS_HARNESS}`] : []),
           `--allow-fs-write=${workDir}`,
           '--disable-warning=ExperimentalWarning',
           `--max-old-space-size=${Math.max(32, Math.floor(limits.memoryBytes / 2 / 1024 / 1024))}`,
           '--stack-size=2048',
-          harnessPath,
+          ...(harnessFile ? [SANDBOX_JS_HARNESS] : ['-e', JAVASCRIPT_HARNESS]),
         ];
   const argv: string[] = [];
-  if (cgroup && cgroup.procsFiles.length > 0) {
-    argv.push(
-      '/bin/sh',
-      '-c',
-      'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"',
-      'rlvr-sandbox',
-      String(cgroup.procsFiles.length),
-      ...cgroup.procsFiles,
-    );
-  }
-  if (mode.dropUid) {
-    argv.push(
-      findOnPath('setpriv') ?? 'setpriv',
-      `--reuid=${uid}`,
-      `--regid=${uid}`,
-      '--clear-groups',
-      '--',
-    );
-  }
   const prlimit = findOnPath('prlimit');
   if (prlimit) {
     const cpuSeconds = Math.ceil(limits.cpuTimeMs / 1000);
@@ -228,10 +210,8 @@ function buildCommand(
     );
     if (mode.dropUid || !isRoot()) argv.push('--unshare-user', '--disable-userns');
     for (const [source, destination] of runtime.binds) argv.push('--ro-bind', source, destination);
+    if (harnessFile) argv.push('--ro-bind-data', String(harnessFd), SANDBOX_JS_HARNESS);
     argv.push(
-      '--ro-bind',
-      hostHarness,
-      harnessPath,
       '--dev',
       '/dev',
       '--size',
@@ -247,10 +227,15 @@ function buildCommand(
     );
   }
   argv.push(...interpreter);
-  return { argv, harnessPath };
+  return argv;
 }
 
-/** Runs `true`-like start-up through the full chain once, to see which mode works here. */
+/**
+ * Runs a trivial program through the full start-up once per interpreter, to see which mode works
+ * here: as root, an unprivileged uid with a cgroup first, then without the cgroup (e.g. a cgroup v2
+ * kernel older than 5.16 checks the writer's, not the opener's, credentials), then as the current
+ * user.
+ */
 function probeMode(language: CodeLanguage, runtime: RuntimeInfo): Promise<Mode> {
   const key = `${language}:${runtime.executable}:${bwrapPath()}`;
   let found = probes.get(key);
@@ -264,32 +249,44 @@ function probeMode(language: CodeLanguage, runtime: RuntimeInfo): Promise<Mode> 
             "'unsafe-no-isolation'` to run untrusted code on the host without a sandbox.",
         );
       }
-      const candidates: Mode[] =
-        isRoot() && findOnPath('setpriv')
-          ? [{ dropUid: true }, { dropUid: false }]
-          : [{ dropUid: false }];
+      const candidates: Mode[] = [];
+      for (const dropUid of canDropUid() ? [true, false] : [false]) {
+        candidates.push({ dropUid, cgroup: true }, { dropUid, cgroup: false });
+      }
       const failures: string[] = [];
       for (const mode of candidates) {
-        const plan: Plan = {
-          language,
-          runtime,
-          limits: DEFAULT_SANDBOX_LIMITS,
-          sandboxed: true,
-          mode,
-        };
-        const { argv } = buildCommand(plan, SANDBOX_WORK_DIR, null, randomSandboxUid());
+        const limits = DEFAULT_SANDBOX_LIMITS;
+        const cgroup = mode.cgroup ? createRunCgroup(limits) : null;
+        if (mode.cgroup && !cgroup) continue; // no usable cgroups here
+        const plan: Plan = { language, runtime, limits, sandboxed: true, mode };
         const program = language === 'python' ? 'x = 1' : 'const x = 1;';
         const tests = language === 'python' ? ['assert x == 1'] : ['assert.strictEqual(x, 1);'];
-        const outcome = await execute(
-          argv,
-          payloadFor(program, tests, undefined, plan, SANDBOX_WORK_DIR, randomNonce()),
-          {
-            limits: DEFAULT_SANDBOX_LIMITS,
-          },
-        );
+        const uid = randomSandboxUid();
+        const nonce = randomNonce();
+        let outcome: Outcome;
+        try {
+          outcome = await execute(
+            buildCommand(plan, SANDBOX_WORK_DIR, uid, harnessFdAfter(cgroup)),
+            payloadFor(program, tests, undefined, plan, SANDBOX_WORK_DIR, nonce, cgroup),
+            {
+              limits,
+              nonce,
+              uid: mode.dropUid ? uid : undefined,
+              cgroup,
+              harnessData: harnessDataFor(plan),
+            },
+          );
+        } finally {
+          cgroup?.dispose();
+        }
         if (outcome.summary && outcome.summary.passed === 1) return mode;
+        const detail =
+          outcome.loadFailure?.message ||
+          outcome.stderr.slice(0, 300).trim() ||
+          `exit ${outcome.exitCode}`;
         failures.push(
-          `${mode.dropUid ? 'as an unprivileged uid' : 'as the current user'}: ${outcome.stderr.slice(0, 300).trim() || `exit ${outcome.exitCode}`}`,
+          `${mode.dropUid ? 'as an unprivileged uid' : 'as the current user'}` +
+            `${cgroup ? ' in a cgroup' : ''}: ${detail}`,
         );
       }
       throw new RlvrError(
@@ -304,6 +301,17 @@ function probeMode(language: CodeLanguage, runtime: RuntimeInfo): Promise<Mode> 
   return found;
 }
 
+/** The descriptor that carries the JavaScript harness into bubblewrap: after the cgroup ones. */
+function harnessFdAfter(cgroup: RunCgroup | null): number {
+  return 4 + (cgroup?.procsFiles.length ?? 0);
+}
+
+const JAVASCRIPT_HARNESS_BYTES = Buffer.from(JAVASCRIPT_HARNESS, 'utf8');
+
+function harnessDataFor(plan: Plan): Buffer | undefined {
+  return plan.sandboxed && plan.language === 'javascript' ? JAVASCRIPT_HARNESS_BYTES : undefined;
+}
+
 function randomSandboxUid(): number {
   return 1_000_000 + randomInt(0, 1_000_000);
 }
@@ -312,6 +320,11 @@ function randomNonce(): string {
   return randomBytes(24).toString('hex');
 }
 
+/**
+ * The harness's stdin: a header line of space-separated byte lengths, then the UTF-8 fields back to
+ * back — nonce, workDir, programFile, program, setup, tests kind (`s` one string | `a` array),
+ * readRoots (NUL-separated), the number of cgroup descriptors (fds 4, 5, …), then the tests.
+ */
 function payloadFor(
   program: string,
   tests: string | readonly string[],
@@ -319,16 +332,25 @@ function payloadFor(
   plan: Plan,
   workDir: string,
   nonce: string,
-): string {
-  return JSON.stringify({
+  cgroup: RunCgroup | null,
+): Buffer {
+  const fields = [
     nonce,
-    program,
-    tests,
-    setup: setup ?? null,
     workDir,
-    programFile: `${workDir}/${plan.language === 'python' ? 'solution.py' : 'solution.js'}`,
-    readRoots: [workDir, ...plan.runtime.readRoots, ...DEVICE_READ_ROOTS],
-  });
+    `${workDir}/${plan.language === 'python' ? 'solution.py' : 'solution.js'}`,
+    program,
+    setup ?? '',
+    typeof tests === 'string' ? 's' : 'a',
+    [workDir, ...plan.runtime.readRoots, ...DEVICE_READ_ROOTS].join('\0'),
+    String(cgroup?.procsFiles.length ?? 0),
+    ...(typeof tests === 'string' ? [tests] : tests),
+  ].map((field) => Buffer.from(field, 'utf8'));
+  const header = Buffer.from(`${fields.map((field) => field.length).join(' ')}\n`, 'latin1');
+  const harness = plan.language === 'python' ? plan.runtime.compiledHarness : undefined;
+  // The precompiled Python harness goes first (see PYTHON_BOOT), then the harness's payload.
+  return harness
+    ? Buffer.concat([Buffer.from(`${harness.length}\n`, 'latin1'), harness, header, ...fields])
+    : Buffer.concat([header, ...fields]);
 }
 
 type Summary = { passed: number; total: number };
@@ -383,19 +405,69 @@ function killTree(child: ChildProcess): void {
 /** Spawns one run and collects the harness channel (fd 3), stdout and stderr. */
 function execute(
   argv: string[],
-  payload: string,
-  options: { limits: ResolvedLimits; nonce?: string; signal?: AbortSignal; cwd?: string },
+  payload: Buffer,
+  options: {
+    limits: ResolvedLimits;
+    nonce: string;
+    /** Run as this uid (and gid), dropped by the spawn itself; the host must be root. */
+    uid?: number;
+    /** The run's cgroup: its `cgroup.procs` files are opened here and passed as fds 4, 5, … */
+    cgroup?: RunCgroup | null;
+    /** Written into a pipe at the fd after the cgroup descriptors (`harnessFd`), then closed. */
+    harnessData?: Buffer;
+    signal?: AbortSignal;
+    cwd?: string;
+  },
 ): Promise<Outcome> {
-  const nonce = options.nonce ?? (JSON.parse(payload) as { nonce: string }).nonce;
+  const { nonce } = options;
   const started = performance.now();
   return new Promise((resolve) => {
     const [file, ...args] = argv as [string, ...string[]];
-    const child = spawn(file, args, {
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-      env: {},
-      detached: true,
-      cwd: options.cwd,
-    });
+    // Opened by the host (root): the kernel checks the opener's credentials when the harness
+    // writes to them, so the unprivileged sandbox user can join exactly this group, nothing else.
+    const cgroupFds: number[] = [];
+    let child: ChildProcess;
+    try {
+      for (const procs of options.cgroup?.procsFiles ?? []) {
+        cgroupFds.push(openSync(procs, fsConstants.O_WRONLY));
+      }
+      child = spawn(file, args, {
+        stdio: [
+          'pipe',
+          'pipe',
+          'pipe',
+          'pipe',
+          ...cgroupFds,
+          ...(options.harnessData ? ['pipe' as const] : []),
+        ],
+        env: {},
+        detached: true,
+        cwd: options.cwd,
+        ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
+      });
+    } catch (error) {
+      for (const fd of cgroupFds) closeSync(fd);
+      resolve({
+        summary: null,
+        total: null,
+        loadFailure: null,
+        tests: [],
+        violations: [],
+        stdout: '',
+        stderr: `spawn failed: ${(error as Error).message}`,
+        exitCode: null,
+        signal: null,
+        killed: null,
+        totalMs: performance.now() - started,
+      });
+      return;
+    }
+    for (const fd of cgroupFds) closeSync(fd);
+    if (options.harnessData) {
+      const harnessPipe = child.stdio[4 + cgroupFds.length] as Writable | null | undefined;
+      harnessPipe?.on('error', () => {});
+      harnessPipe?.end(options.harnessData);
+    }
     const stdout = new CappedBuffer(options.limits.outputBytes);
     const stderr = new CappedBuffer(options.limits.outputBytes);
     const channel = new CappedBuffer(256 * 1024 + 1024 * 1024);
@@ -690,24 +762,35 @@ export async function runTests(options: RunTestsOptions): Promise<RunTestsResult
     );
   }
   const sandboxed = isolation === 'bubblewrap';
-  const mode = sandboxed ? await probeMode(language, runtime) : { dropUid: false };
+  const mode = sandboxed ? await probeMode(language, runtime) : { dropUid: false, cgroup: false };
   const plan: Plan = { language, runtime, limits, sandboxed, mode };
 
   const hostWorkDir = sandboxed ? undefined : mkdtempSync(join(tmpdir(), 'rlvr-work-'));
   const workDir = hostWorkDir ?? SANDBOX_WORK_DIR;
-  const cgroup = sandboxed
-    ? createRunCgroup({ processes: limits.processes, memoryBytes: limits.memoryBytes })
-    : null;
+  const cgroup =
+    sandboxed && mode.cgroup
+      ? createRunCgroup({ processes: limits.processes, memoryBytes: limits.memoryBytes })
+      : null;
   const uid = randomSandboxUid();
   const nonce = randomNonce();
   try {
-    const { argv } = buildCommand(plan, workDir, cgroup, uid);
     const outcome = await execute(
-      argv,
-      payloadFor(input.program, tests as string | string[], input.setup, plan, workDir, nonce),
+      buildCommand(plan, workDir, uid, harnessFdAfter(cgroup)),
+      payloadFor(
+        input.program,
+        tests as string | string[],
+        input.setup,
+        plan,
+        workDir,
+        nonce,
+        cgroup,
+      ),
       {
         limits,
         nonce,
+        uid: mode.dropUid ? uid : undefined,
+        cgroup,
+        harnessData: harnessDataFor(plan),
         signal: input.signal,
         cwd: hostWorkDir,
       },
