@@ -1,0 +1,131 @@
+import { createRng, InvalidArgumentError } from '@rlvr/core';
+import { createTokenizer } from '@rlvr/model';
+import { describe, expect, it } from 'vitest';
+import { configFromArgs, DEFAULT_CONFIG, validateConfig } from './config.js';
+import { parametersOf } from './models.js';
+import { correctness, r1Format, taskAnswer } from './rewards.js';
+import { buildTaskTokenizer, makeSplits, runningValues, solve, solveWithSlips } from './task.js';
+
+function expectInvalid(argv: string[], parameter: string) {
+  try {
+    configFromArgs(argv);
+  } catch (error) {
+    expect(InvalidArgumentError.isInstance(error)).toBe(true);
+    expect((error as InvalidArgumentError).parameter).toBe(parameter);
+    return;
+  }
+  throw new Error(`expected ${argv.join(' ')} to throw`);
+}
+
+describe('configFromArgs', () => {
+  it('gives the default and the quick config', () => {
+    expect(configFromArgs([]).config).toEqual(DEFAULT_CONFIG);
+    const quick = configFromArgs(['--quick', '--seed', '7', '--device', 'cpu']).config;
+    expect(quick.quick).toBe(true);
+    expect(quick.seed).toBe(7);
+  });
+
+  it('rejects bad flags with typed errors naming the flag', () => {
+    expectInvalid(['--device', 'tpu'], '--device');
+    expectInvalid(['--seed', '1.5'], '--seed');
+    expectInvalid(['--grpo-steps', 'many'], '--grpo-steps');
+    expectInvalid(['--teacher', 'big'], '--teacher');
+    expectInvalid(['--frobnicate'], 'argv');
+  });
+
+  it('rejects bad config-file values naming the field', () => {
+    expect(() =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        warmStart: { ...DEFAULT_CONFIG.warmStart, slipRate: 1.5 },
+      }),
+    ).toThrow(/warmStart\.slipRate/);
+    expect(() =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        grpo: { ...DEFAULT_CONFIG.grpo, lossAggregation: 'sum' as 'token-mean' },
+      }),
+    ).toThrow(/grpo\.lossAggregation/);
+  });
+
+  it('keeps the default student at most a quarter of the teacher', () => {
+    const vocab = createTokenizer(buildTaskTokenizer()).vocabSize;
+    expect(parametersOf(DEFAULT_CONFIG.student, vocab) * 4).toBeLessThanOrEqual(
+      parametersOf(DEFAULT_CONFIG.teacher, vocab),
+    );
+  });
+});
+
+describe('task', () => {
+  it('solves a hand-worked example', () => {
+    const problem = { terms: [3, 5, 9, 2], operators: ['+', '-', '+'] as ('+' | '-')[] };
+    expect(runningValues(problem)).toEqual([8, 9, 1]);
+    expect(solve(problem)).toBe('<think>3+5=8,8-9=9,9+2=1</think><answer>1</answer>');
+  });
+
+  it('writes slipped solutions: slip rate 0 is the solver, 1 slips every step consistently', () => {
+    const problem = { terms: [3, 5, 9, 2], operators: ['+', '-', '+'] as ('+' | '-')[] };
+    expect(solveWithSlips(problem, createRng(1), 0)).toBe(solve(problem));
+    for (let seed = 0; seed < 20; seed++) {
+      const text = solveWithSlips(problem, createRng(seed), 1);
+      const steps = /<think>(.*)<\/think><answer>(\d)<\/answer>/.exec(text)!;
+      let previous = 3;
+      const parts = steps[1]!.split(',');
+      expect(parts).toHaveLength(3);
+      parts.forEach((part, index) => {
+        const [, a, op, b, c] = /^(\d)([+-])(\d)=(\d)$/.exec(part)!;
+        expect(Number(a)).toBe(previous);
+        expect(op).toBe(problem.operators[index]);
+        expect(Number(b)).toBe(problem.terms[index + 1]);
+        const right = (((Number(a) + (op === '+' ? 1 : -1) * Number(b)) % 10) + 10) % 10;
+        expect(Number(c)).not.toBe(right);
+        previous = Number(c);
+      });
+      expect(steps[2]).toBe(String(previous));
+    }
+    // About the given fraction of steps slip.
+    const rng = createRng(9);
+    let slipped = 0;
+    for (let index = 0; index < 2000; index++) {
+      if (
+        solveWithSlips({ terms: [4, 1], operators: ['+'] }, rng, 0.2) !==
+        solve({ terms: [4, 1], operators: ['+'] })
+      )
+        slipped++;
+    }
+    expect(slipped / 2000).toBeGreaterThan(0.17);
+    expect(slipped / 2000).toBeLessThan(0.23);
+  });
+
+  it('makes disjoint, seeded splits whose reference solutions verify', () => {
+    const config = { minTerms: 2, maxTerms: 5, operators: ['+', '-'] as ('+' | '-')[], termMax: 3 };
+    const a = makeSplits(config, { train: 300, eval: 50, seed: 3 });
+    const b = makeSplits(config, { train: 300, eval: 50, seed: 3 });
+    expect(a).toEqual(b);
+    const train = new Set(a.train.map((problem) => problem.prompt));
+    expect(a.eval.some((problem) => train.has(problem.prompt))).toBe(false);
+    for (const problem of [...a.train, ...a.eval]) {
+      const solution = solve(problem);
+      expect(correctness(solution, problem.answer)).toBe(1);
+      expect(r1Format(solution)).toBe(1);
+      expect(taskAnswer(solution)).toBe(problem.answer);
+    }
+  });
+
+  it('tokenizes the tags as single tokens that survive decoding', () => {
+    const tokenizer = createTokenizer(buildTaskTokenizer());
+    const text = '(3+5)%10=<think>3+5=8</think><answer>8</answer>';
+    const ids = tokenizer.encode(text);
+    expect(ids.length).toBe(text.length - '<think></think><answer></answer>'.length + 4);
+    expect(tokenizer.decode([...ids, tokenizer.eosTokenId!], { skipSpecialTokens: true })).toBe(
+      text,
+    );
+  });
+
+  it('rewards: wrong answers, missing tags and broken formats score 0', () => {
+    expect(correctness('<think>x</think><answer>7</answer>', '8')).toBe(0);
+    expect(correctness('8', '8')).toBe(0);
+    expect(r1Format('<answer>8</answer>')).toBe(0);
+    expect(r1Format('<think>1</think><answer>7</answer><answer>3</answer>')).toBe(0);
+  });
+});
