@@ -1,8 +1,8 @@
 import type { Completion } from '@rlvr/core';
 import type { ResolvedLogitsOptions } from '../generation/logits-processors.js';
 import { sequenceRng, TokenSampler } from '../generation/samplers.js';
-import { SequenceTracker } from '../generation/stopping-criteria.js';
 import type { BatchDecoder } from './batch-decoder.js';
+import { prepareJobs } from './prepare-jobs.js';
 
 /** One sequence to generate: which prompt and sample it is, and the prompt's token ids. @internal */
 export type SequenceJob = { promptIndex: number; sampleIndex: number; promptTokenIds: number[] };
@@ -50,51 +50,8 @@ export async function generateBatch(
     onToken?: (event: TokenEvent) => void;
   } = {},
 ): Promise<IndexedCompletion[]> {
-  const eos = new Set(settings.eosTokenIds);
-  const trackers = jobs.map(
-    () =>
-      new SequenceTracker({
-        maxNewTokens: settings.maxNewTokens,
-        eosTokenIds: eos,
-        stop: settings.stop,
-        decode: hooks.decode,
-      }),
-  );
-  const finish = () =>
-    jobs.map((job, index) => {
-      const tracker = trackers[index]!;
-      const completion: Completion = {
-        text: tracker.text,
-        tokenIds: tracker.tokenIds,
-        logprobs: tracker.logprobs,
-        finishReason: tracker.finishReason ?? 'abort',
-        promptTokenIds: job.promptTokenIds,
-      };
-      if (settings.returnModelLogprobs) completion.modelLogprobs = tracker.modelLogprobs;
-      return { promptIndex: job.promptIndex, sampleIndex: job.sampleIndex, completion };
-    });
-  if (jobs.length === 0 || settings.maxNewTokens === 0) {
-    for (const tracker of trackers) tracker.finishReason ??= 'length';
-    return finish();
-  }
-  if (hooks.shouldAbort?.()) {
-    for (const tracker of trackers) tracker.abort();
-    return finish();
-  }
-
-  // distinct prompts (consecutive jobs of the same prompt share one prefill row)
-  const prompts: number[][] = [];
-  const copies: number[] = [];
-  let previousKey = '';
-  for (const job of jobs) {
-    const key = `${job.promptIndex}:${job.promptTokenIds.length}`;
-    if (prompts.length > 0 && key === previousKey) copies[copies.length - 1]!++;
-    else {
-      prompts.push(job.promptTokenIds);
-      copies.push(1);
-      previousKey = key;
-    }
-  }
+  const { trackers, finish, done, prompts, copies } = prepareJobs(jobs, settings, hooks);
+  if (done) return done;
 
   const vocabSize = decoder.vocabSize;
   const sampler = new TokenSampler(vocabSize, settings.sampling);

@@ -1,6 +1,4 @@
-import type { Completion } from '@rlvr/core';
 import { sequenceRng } from '../generation/samplers.js';
-import { SequenceTracker } from '../generation/stopping-criteria.js';
 import type { LoopDecoder } from '../loop/loop-decoder.js';
 import type {
   GenerationSettings,
@@ -8,6 +6,7 @@ import type {
   SequenceJob,
   TokenEvent,
 } from './generate-batch.js';
+import { prepareJobs } from './prepare-jobs.js';
 
 /** Largest uniform below 1 in float32 (a float64 draw may round up to 1 otherwise). */
 const BELOW_ONE = 1 - 2 ** -24;
@@ -31,50 +30,8 @@ export async function generateChunked(
     onToken?: (event: TokenEvent) => void;
   } = {},
 ): Promise<IndexedCompletion[]> {
-  const eos = new Set(settings.eosTokenIds);
-  const trackers = jobs.map(
-    () =>
-      new SequenceTracker({
-        maxNewTokens: settings.maxNewTokens,
-        eosTokenIds: eos,
-        stop: settings.stop,
-        decode: hooks.decode,
-      }),
-  );
-  const finish = () =>
-    jobs.map((job, index) => {
-      const tracker = trackers[index]!;
-      const completion: Completion = {
-        text: tracker.text,
-        tokenIds: tracker.tokenIds,
-        logprobs: tracker.logprobs,
-        finishReason: tracker.finishReason ?? 'abort',
-        promptTokenIds: job.promptTokenIds,
-      };
-      if (settings.returnModelLogprobs) completion.modelLogprobs = tracker.modelLogprobs;
-      return { promptIndex: job.promptIndex, sampleIndex: job.sampleIndex, completion };
-    });
-  if (jobs.length === 0 || settings.maxNewTokens === 0) {
-    for (const tracker of trackers) tracker.finishReason ??= 'length';
-    return finish();
-  }
-  if (hooks.shouldAbort?.()) {
-    for (const tracker of trackers) tracker.abort();
-    return finish();
-  }
-
-  const prompts: number[][] = [];
-  const copies: number[] = [];
-  let previousKey = '';
-  for (const job of jobs) {
-    const key = `${job.promptIndex}:${job.promptTokenIds.length}`;
-    if (prompts.length > 0 && key === previousKey) copies[copies.length - 1]!++;
-    else {
-      prompts.push(job.promptTokenIds);
-      copies.push(1);
-      previousKey = key;
-    }
-  }
+  const { trackers, finish, done, prompts, copies } = prepareJobs(jobs, settings, hooks);
+  if (done) return done;
 
   const vocabSize = decoder.vocabSize;
   const sampling = { ...settings.sampling, modelLogprobs: settings.returnModelLogprobs };
