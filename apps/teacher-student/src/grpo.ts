@@ -224,9 +224,12 @@ export async function runGrpo(options: {
       }
       record.elapsedMs = performance.now() - started;
       history.push(record);
+      // With a wall-clock budget the bar counts elapsed seconds (its total), otherwise steps.
       options.progress?.update(
-        step,
-        `acc ${(100 * record.accuracy).toFixed(0)}% zero-std ${(100 * record.fracZeroStd).toFixed(0)}% kl ${record.kl.toFixed(3)}`,
+        options.budgetMs === undefined
+          ? step
+          : Math.min(Math.round(record.elapsedMs / 1000), Math.round(options.budgetMs / 1000)),
+        `step ${step} acc ${(100 * record.accuracy).toFixed(0)}% zero-std ${(100 * record.fracZeroStd).toFixed(0)}% kl ${record.kl.toFixed(3)}`,
       );
     }
     return {

@@ -249,7 +249,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
       seed: config.seed + 1,
       budgetMs: distillTimeMs,
       progress: phaseProgress(
-        'GRPO student (budget)',
+        'GRPO student (s of budget)',
         Math.round(distillTimeMs / 1000),
         progressMode,
       ),
