@@ -2,7 +2,12 @@ import { RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
 import { activeBackend, selectBackend } from './select-backend.js';
-import { FAST_BATCH_MAT_MUL } from './wasm-kernels.js';
+import {
+  FAST_BATCH_MAT_MUL,
+  FAST_GATHER_ROWS,
+  FAST_SUM_ROWS,
+  FAST_TRANSPOSE,
+} from './wasm-kernels.js';
 
 describe('selectBackend', () => {
   it('should register nothing at import time', () => {
@@ -45,5 +50,33 @@ describe('selectBackend', () => {
     const slow = tf.matMul(a, b);
     expect(tf.max(tf.abs(tf.sub(fast, slow))).dataSync()[0]).toBeLessThan(1e-5);
     tf.dispose([a, b, fast, slow]);
+  });
+
+  it('should transpose, sum rows and gather rows bit-identically to tfjs', async () => {
+    await selectBackend({ candidates: ['wasm'] });
+    const same = (fast: tf.Tensor, slow: tf.Tensor) => {
+      expect(fast.shape).toEqual(slow.shape);
+      expect(Array.from(fast.dataSync())).toEqual(Array.from(slow.dataSync()));
+      tf.dispose([fast, slow]);
+    };
+    for (const shape of [
+      [70, 45],
+      [1, 9],
+      [3, 33, 65],
+    ]) {
+      const x = tf.randomNormal(shape, 0, 1, 'float32', 3);
+      const perm = shape.length === 3 ? [0, 2, 1] : [1, 0];
+      same(tf.engine().runKernel(FAST_TRANSPOSE, { x }, {}) as tf.Tensor, tf.transpose(x, perm));
+      if (shape.length === 2) {
+        same(tf.engine().runKernel(FAST_SUM_ROWS, { x }, {}) as tf.Tensor, tf.sum(x, 0));
+        const indices = tf.tensor1d([0, shape[0]! - 1, 0, 1 % shape[0]!], 'int32');
+        same(
+          tf.engine().runKernel(FAST_GATHER_ROWS, { x, indices }, {}) as tf.Tensor,
+          tf.gather(x, indices),
+        );
+        indices.dispose();
+      }
+      x.dispose();
+    }
   });
 });

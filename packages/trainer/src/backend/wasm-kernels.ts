@@ -2,8 +2,15 @@ import * as tf from '@tensorflow/tfjs-core';
 
 /** Name of the batched matMul kernel this package registers for the wasm backend. */
 export const FAST_BATCH_MAT_MUL = 'RlvrBatchMatMul';
+/** Name of the (batched) last-two-axes transpose kernel this package registers for wasm. */
+export const FAST_TRANSPOSE = 'RlvrTransposeLast2';
+/** Name of the row-gather (`tf.gather(x, indices)` on axis 0 of a 2-D tensor) kernel for wasm. */
+export const FAST_GATHER_ROWS = 'RlvrGatherRows';
+/** Name of the sum-over-rows (axis 0 of a 2-D tensor) kernel this package registers for wasm. */
+export const FAST_SUM_ROWS = 'RlvrSumRows';
 
 type WasmModule = {
+  HEAPU8: Uint8Array;
   cwrap: (name: string, ret: null, args: string[]) => (...args: unknown[]) => void;
   tfjs: {
     registerTensor: (id: number, size: number, memoryOffset: number) => void;
@@ -69,15 +76,111 @@ function fastBatchMatMul(args: { inputs: tf.NamedTensorInfoMap; backend: unknown
   return out;
 }
 
+/** A float32 view of a tensor's data on the wasm heap (take it after any allocation). */
+function heapView(backend: WasmBackendInternals, info: tf.TensorInfo, size: number): Float32Array {
+  const offset = backend.dataIdMap.get(info.dataId).memoryOffset;
+  return new Float32Array(backend.wasm.HEAPU8.buffer, offset, size);
+}
+
+const TILE = 32;
+
+/**
+ * `x[i]ᵀ` for each `x[i]` of a `[batch, rows, cols]` (or `[rows, cols]`) float32 tensor, copied in
+ * cache-sized tiles (tfjs's wasm Transpose walks the output with a large stride). A pure copy, so
+ * the values are identical to `tf.transpose`.
+ */
+function fastTranspose(args: { inputs: tf.NamedTensorInfoMap; backend: unknown }): tf.TensorInfo {
+  const backend = args.backend as WasmBackendInternals;
+  const x = args.inputs.x!;
+  const shape = x.shape;
+  const rows = shape[shape.length - 2]!;
+  const cols = shape[shape.length - 1]!;
+  const batch = shape.length === 3 ? shape[0]! : 1;
+  const outShape = shape.length === 3 ? [batch, cols, rows] : [cols, rows];
+  const out = backend.makeOutput(outShape, 'float32');
+  const size = batch * rows * cols;
+  const source = heapView(backend, x, size);
+  const target = heapView(backend, out, size);
+  for (let item = 0; item < batch; item++) {
+    const base = item * rows * cols;
+    for (let r0 = 0; r0 < rows; r0 += TILE) {
+      const r1 = Math.min(r0 + TILE, rows);
+      for (let c0 = 0; c0 < cols; c0 += TILE) {
+        const c1 = Math.min(c0 + TILE, cols);
+        for (let c = c0; c < c1; c++) {
+          let o = base + c * rows + r0;
+          let i = base + r0 * cols + c;
+          for (let r = r0; r < r1; r++) {
+            target[o++] = source[i]!;
+            i += cols;
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Column sums of a 2-D float32 tensor (`tf.sum(x, 0)`), accumulated row after row in float32 — the
+ * same order and rounding as tfjs's wasm Sum (which transposes first and sums each column
+ * sequentially), without the transpose.
+ */
+function fastSumRows(args: { inputs: tf.NamedTensorInfoMap; backend: unknown }): tf.TensorInfo {
+  const backend = args.backend as WasmBackendInternals;
+  const x = args.inputs.x!;
+  const [rows, cols] = x.shape as [number, number];
+  const out = backend.makeOutput([cols], 'float32');
+  const source = heapView(backend, x, rows * cols);
+  const target = heapView(backend, out, cols);
+  target.fill(0);
+  for (let r = 0; r < rows; r++) {
+    const base = r * cols;
+    for (let c = 0; c < cols; c++) target[c] = target[c]! + source[base + c]!;
+  }
+  return out;
+}
+
+/**
+ * Rows `indices[i]` of a 2-D float32 tensor (`tf.gather(x, indices)`), copied with one memcpy per
+ * row (tfjs's wasm GatherV2 is ~10× slower for an embedding lookup). Indices are int32 and must be
+ * in range (the caller validates token ids).
+ */
+function fastGatherRows(args: { inputs: tf.NamedTensorInfoMap; backend: unknown }): tf.TensorInfo {
+  const backend = args.backend as WasmBackendInternals;
+  const x = args.inputs.x!;
+  const indices = args.inputs.indices!;
+  const [rows, cols] = x.shape as [number, number];
+  const count = indices.shape[0]!;
+  const out = backend.makeOutput([count, cols], 'float32');
+  const source = heapView(backend, x, rows * cols);
+  const target = heapView(backend, out, count * cols);
+  const indexOffset = backend.dataIdMap.get(indices.dataId).memoryOffset;
+  const index = new Int32Array(backend.wasm.HEAPU8.buffer, indexOffset, count);
+  for (let row = 0; row < count; row++) {
+    const start = index[row]! * cols;
+    target.set(source.subarray(start, start + cols), row * cols);
+  }
+  return out;
+}
+
 /**
  * Registers this package's wasm kernels (idempotent). Called by {@link selectBackend} when it picks
  * wasm; it adds a kernel under a new name and overrides nothing.
  */
 export function registerWasmKernels(): void {
-  if (tf.getKernel(FAST_BATCH_MAT_MUL, 'wasm') !== undefined) return;
-  tf.registerKernel({
-    kernelName: FAST_BATCH_MAT_MUL,
-    backendName: 'wasm',
-    kernelFunc: fastBatchMatMul as unknown as tf.KernelFunc,
-  });
+  const kernels: [string, unknown][] = [
+    [FAST_BATCH_MAT_MUL, fastBatchMatMul],
+    [FAST_TRANSPOSE, fastTranspose],
+    [FAST_SUM_ROWS, fastSumRows],
+    [FAST_GATHER_ROWS, fastGatherRows],
+  ];
+  for (const [kernelName, kernelFunc] of kernels) {
+    if (tf.getKernel(kernelName, 'wasm') !== undefined) continue;
+    tf.registerKernel({
+      kernelName,
+      backendName: 'wasm',
+      kernelFunc: kernelFunc as tf.KernelFunc,
+    });
+  }
 }

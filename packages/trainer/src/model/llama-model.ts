@@ -168,8 +168,10 @@ export class LlamaModel {
       return this.params.has(biasName) ? tf.add(out, this.param(biasName)) : out;
     };
 
-    let x = tf.gather(this.param('model.embed_tokens.weight'), tf.tensor1d(input.ids, 'int32'));
-    x = x as tf.Tensor2D;
+    let x: tf.Tensor = ops.gatherRows(
+      this.param('model.embed_tokens.weight') as tf.Tensor2D,
+      input.ids,
+    );
     const layers: LayerCache[] = [];
     for (let layer = 0; layer < config.num_hidden_layers; layer++) {
       const prefix = `model.layers.${layer}`;
@@ -258,7 +260,7 @@ export class LlamaModel {
     const scale = 1 / Math.sqrt(headDim);
     const grads = new Map<string, tf.Tensor>();
     const { cos, sin, rotate } = cache;
-    const rotateT = tf.transpose(rotate) as tf.Tensor2D;
+    const rotateT = ops.t(rotate);
     const ropeBackward = (dy: tf.Tensor2D, count: number): tf.Tensor2D => {
       const dy3 = tf.reshape(dy, [n, count, headDim]);
       const direct = tf.mul(dy3, cos);
@@ -277,7 +279,7 @@ export class LlamaModel {
       if (!ops.explicitTranspose) return ops.mmTN(x, dy);
       let xT = transposed.get(x);
       if (xT === undefined) {
-        xT = tf.transpose(x) as tf.Tensor2D;
+        xT = ops.t(x);
         transposed.set(x, xT);
       }
       return ops.mm(xT, dy);
@@ -287,12 +289,12 @@ export class LlamaModel {
       const weight = this.param(`${name}.weight`) as tf.Tensor2D;
       grads.set(`${name}.weight`, weightGradient(x, dy));
       const biasName = `${name}.bias`;
-      if (this.params.has(biasName)) grads.set(biasName, tf.sum(dy, 0));
+      if (this.params.has(biasName)) grads.set(biasName, ops.sumRows(dy));
       return ops.mmNT(dy, weight);
     };
     const normBackward = (norm: NormCache, dh: tf.Tensor2D, gainName: string): tf.Tensor2D => {
       const gain = this.param(gainName);
-      grads.set(gainName, tf.sum(tf.mul(dh, norm.xhat), 0));
+      grads.set(gainName, ops.sumRows(tf.mul(dh, norm.xhat) as tf.Tensor2D));
       return rmsNormBackward(norm, tf.mul(dh, gain) as tf.Tensor2D);
     };
 
@@ -331,11 +333,11 @@ export class LlamaModel {
         tf.transpose(tf.reshape(dAttention, [b, t, heads, headDim]), [0, 2, 1, 3]),
         [b * kvHeads, group * t, headDim],
       ) as tf.Tensor3D;
-      const dP = ops.bmm(dO, tf.transpose(c.vb, [0, 2, 1]));
-      const dVb = ops.bmm(tf.transpose(c.p, [0, 2, 1]), dO);
+      const dP = ops.bmm(dO, ops.bt(c.vb));
+      const dVb = ops.bmm(ops.bt(c.p), dO);
       const dScores = tf.mul(c.p, tf.sub(dP, tf.sum(tf.mul(dP, c.p), -1, true))) as tf.Tensor3D;
-      const dQg = ops.bmm(dScores, tf.transpose(c.kt, [0, 2, 1]));
-      const dK = ops.bmm(tf.transpose(dScores, [0, 2, 1]), c.qg);
+      const dQg = ops.bmm(dScores, ops.bt(c.kt));
+      const dK = ops.bmm(ops.bt(dScores), c.qg);
       const dQ = tf.mul(
         tf.reshape(tf.transpose(tf.reshape(dQg, [b, heads, t, headDim]), [0, 2, 1, 3]), [
           n,
