@@ -1,5 +1,4 @@
 import {
-  createRng,
   InvalidArgumentError,
   type Rng,
   type VerifyResult,
@@ -7,6 +6,7 @@ import {
   validateNumber,
 } from '@rlvr/core';
 import { add, div, mul, type Rational, rational, sub } from '../math/rational.js';
+import { readGeneratorOptions } from './generator-options.js';
 
 /** A Countdown task: reach `target` with `numbers`, `+ − × ÷`, each number at most once. */
 export type CountdownTask = {
@@ -101,28 +101,7 @@ function stripOuter(text: string): string {
  * @throws {InvalidArgumentError} for a bad seed or difficulty.
  */
 export function generateCountdown(options: CountdownGeneratorOptions): CountdownTask {
-  const functionName = 'generateCountdown';
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError({
-      parameter: 'options',
-      functionName,
-      value: options,
-      expected: 'an options object',
-    });
-  }
-  const difficulty =
-    options.difficulty === undefined
-      ? 3
-      : validateInteger(options.difficulty, {
-          parameter: 'options.difficulty',
-          functionName,
-          min: 1,
-          max: 5,
-        });
-  const rng =
-    typeof options.seed === 'object' && options.seed !== null && 'nextInt' in options.seed
-      ? options.seed
-      : createRng(options.seed as number | string);
+  const { difficulty, rng } = readGeneratorOptions(options, 'generateCountdown', 3);
   const level = LEVELS[difficulty - 1]!;
   for (;;) {
     const numbers = Array.from({ length: level.count }, () => 1 + rng.nextInt(level.max));

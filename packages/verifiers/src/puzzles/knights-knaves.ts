@@ -1,10 +1,5 @@
-import {
-  createRng,
-  InvalidArgumentError,
-  type Rng,
-  type VerifyResult,
-  validateInteger,
-} from '@rlvr/core';
+import { InvalidArgumentError, type Rng, type VerifyResult } from '@rlvr/core';
+import { readGeneratorOptions } from './generator-options.js';
 
 /** Role of an inhabitant: knights always tell the truth, knaves always lie. */
 export type Role = 'knight' | 'knave';
@@ -148,28 +143,7 @@ export function generateKnightsKnaves(options: {
   seed: number | string | Rng;
   difficulty?: number;
 }): KnightsKnavesTask {
-  const functionName = 'generateKnightsKnaves';
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError({
-      parameter: 'options',
-      functionName,
-      value: options,
-      expected: 'an options object',
-    });
-  }
-  const difficulty =
-    options.difficulty === undefined
-      ? 2
-      : validateInteger(options.difficulty, {
-          parameter: 'options.difficulty',
-          functionName,
-          min: 1,
-          max: 5,
-        });
-  const rng =
-    typeof options.seed === 'object' && options.seed !== null && 'nextInt' in options.seed
-      ? options.seed
-      : createRng(options.seed as number | string);
+  const { difficulty, rng } = readGeneratorOptions(options, 'generateKnightsKnaves', 2);
   const count = difficulty + 1;
   const names = rng.shuffle([...NAMES]).slice(0, count);
   for (;;) {
