@@ -1,7 +1,12 @@
 import { ErrorCode, RlvrError } from '@rlvr/core';
 import type * as Ort from 'onnxruntime-node';
 import type { ResolvedLogitsOptions } from '../generation/logits-processors.js';
-import { createSession, loadOrt, type SessionSettings } from '../onnx/ort.js';
+import {
+  createMatchingSession,
+  graphError,
+  openWrapped,
+  type SessionSettings,
+} from '../onnx/ort.js';
 import { LOOP_IO } from './loop-graph.js';
 
 /**
@@ -29,16 +34,12 @@ export type ChunkResult = {
 /** Per-request sampling settings, fed to every call. @internal */
 export type LoopSampling = ResolvedLogitsOptions & { modelLogprobs: boolean };
 
-function fail(message: string, cause?: unknown): RlvrError {
-  return new RlvrError(ErrorCode.MODEL_LOAD_FAILED, message, { cause });
-}
-
 function readLoopLayout(session: Ort.InferenceSession): LoopLayout {
   const inputs = new Map(session.inputMetadata.map((meta) => [meta.name, meta]));
   const past = inputs.get(LOOP_IO.past(0, 'key'));
   const seen = inputs.get(LOOP_IO.inputs.seen);
   if (!past?.isTensor || !seen?.isTensor || !inputs.has(LOOP_IO.inputs.uniforms)) {
-    throw fail(
+    throw graphError(
       `the ONNX graph is not a rollout loop graph (inputs: ${session.inputNames.join(', ')})`,
     );
   }
@@ -50,7 +51,7 @@ function readLoopLayout(session: Ort.InferenceSession): LoopLayout {
     typeof headDim !== 'number' ||
     typeof vocabSize !== 'number'
   ) {
-    throw fail('the loop graph must have static KV heads, head size and vocabulary size');
+    throw graphError('the loop graph must have static KV heads, head size and vocabulary size');
   }
   return { numLayers, numKvHeads, headDim, vocabSize };
 }
@@ -87,24 +88,18 @@ export class LoopDecoder {
 
   /** Creates a decoder for loop-graph bytes. */
   static async create(model: Uint8Array | string, settings: SessionSettings): Promise<LoopDecoder> {
-    const ort = await loadOrt();
-    const session = await createSession(model, settings);
-    try {
-      return new LoopDecoder(ort, session);
-    } catch (error) {
-      await session.release();
-      throw error;
-    }
+    return openWrapped(model, settings, (ort, session) => new LoopDecoder(ort, session));
   }
 
   /** Replaces the session (after a weight update); the new graph must have the same layout. */
   async replaceSession(model: Uint8Array | string, settings: SessionSettings): Promise<void> {
-    const session = await createSession(model, settings);
-    const layout = readLoopLayout(session);
-    if (JSON.stringify(layout) !== JSON.stringify(this.layout)) {
-      await session.release();
-      throw fail(`the new loop graph has a different layout: ${JSON.stringify(layout)}`);
-    }
+    const session = await createMatchingSession(
+      model,
+      settings,
+      readLoopLayout,
+      this.layout,
+      'loop graph',
+    );
     const old = this.session;
     this.session = session;
     this.past = [];

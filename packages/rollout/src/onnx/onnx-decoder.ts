@@ -1,7 +1,7 @@
 import { ErrorCode, RlvrError } from '@rlvr/core';
 import type * as Ort from 'onnxruntime-node';
 import type { BatchDecoder } from '../engine/batch-decoder.js';
-import { createSession, loadOrt, type SessionSettings } from './ort.js';
+import { createMatchingSession, graphError, openWrapped, type SessionSettings } from './ort.js';
 
 /** The shapes of an Optimum-style decoder graph, read from the session's metadata. */
 export type DecoderLayout = {
@@ -16,10 +16,6 @@ export type DecoderLayout = {
 
 type IndexArray = BigInt64Array | Int32Array;
 
-function fail(message: string, cause?: unknown): RlvrError {
-  return new RlvrError(ErrorCode.MODEL_LOAD_FAILED, message, { cause });
-}
-
 /** Reads the KV layout from an ONNX decoder with Optimum's input and output names. @internal */
 export function readLayout(session: Ort.InferenceSession): DecoderLayout {
   const inputs = new Map(session.inputMetadata.map((meta) => [meta.name, meta]));
@@ -27,7 +23,7 @@ export function readLayout(session: Ort.InferenceSession): DecoderLayout {
   const inputIds = inputs.get('input_ids');
   const logits = outputs.get('logits');
   if (!inputIds?.isTensor || !inputs.has('attention_mask') || !logits?.isTensor) {
-    throw fail(
+    throw graphError(
       `the ONNX graph is not an Optimum-style decoder: expected inputs input_ids, attention_mask (+ position_ids, past_key_values.{i}.key|value) and output logits; got inputs [${session.inputNames.join(', ')}]`,
     );
   }
@@ -35,7 +31,9 @@ export function readLayout(session: Ort.InferenceSession): DecoderLayout {
   while (inputs.has(`past_key_values.${numLayers}.key`)) numLayers++;
   const past = inputs.get('past_key_values.0.key');
   if (numLayers === 0 || !past?.isTensor) {
-    throw fail('the ONNX graph has no past_key_values.{i}.key inputs (export it with a KV cache)');
+    throw graphError(
+      'the ONNX graph has no past_key_values.{i}.key inputs (export it with a KV cache)',
+    );
   }
   const numKvHeads = past.shape[1];
   const headDim = past.shape[3];
@@ -45,7 +43,7 @@ export function readLayout(session: Ort.InferenceSession): DecoderLayout {
     typeof headDim !== 'number' ||
     typeof vocabSize !== 'number'
   ) {
-    throw fail(
+    throw graphError(
       `the ONNX graph must have static KV heads, head size and vocabulary size; got past shape [${past.shape.join(', ')}] and logits shape [${logits.shape.join(', ')}]`,
     );
   }
@@ -87,26 +85,18 @@ export class OnnxDecoder implements BatchDecoder {
 
   /** Creates a decoder for ONNX bytes or a file path. */
   static async create(model: Uint8Array | string, settings: SessionSettings): Promise<OnnxDecoder> {
-    const ort = await loadOrt();
-    const session = await createSession(model, settings);
-    try {
-      return new OnnxDecoder(ort, session);
-    } catch (error) {
-      await session.release();
-      throw error;
-    }
+    return openWrapped(model, settings, (ort, session) => new OnnxDecoder(ort, session));
   }
 
   /** Replaces the session (after a weight update); the new graph must have the same layout. */
   async replaceSession(model: Uint8Array | string, settings: SessionSettings): Promise<void> {
-    const session = await createSession(model, settings);
-    const layout = readLayout(session);
-    if (JSON.stringify(layout) !== JSON.stringify(this.layout)) {
-      await session.release();
-      throw fail(
-        `the new ONNX graph has a different layout: ${JSON.stringify(layout)} vs ${JSON.stringify(this.layout)}`,
-      );
-    }
+    const session = await createMatchingSession(
+      model,
+      settings,
+      readLayout,
+      this.layout,
+      'ONNX graph',
+    );
     const old = this.session;
     this.session = session;
     this.past = [];

@@ -123,3 +123,49 @@ export function validateExecutionProviders(
   });
   return list as ExecutionProvider[];
 }
+
+/** A `MODEL_LOAD_FAILED` error for a graph ORT loaded but that does not fit. @internal */
+export function graphError(message: string, cause?: unknown): RlvrError {
+  return new RlvrError(ErrorCode.MODEL_LOAD_FAILED, message, { cause });
+}
+
+/**
+ * Creates a session and wraps it (e.g. in a decoder), releasing the session when wrapping throws
+ * (a graph whose layout does not fit). @internal
+ */
+export async function openWrapped<T>(
+  model: Uint8Array | string,
+  settings: SessionSettings,
+  wrap: (ort: typeof Ort, session: Ort.InferenceSession) => T,
+): Promise<T> {
+  const ort = await loadOrt();
+  const session = await createSession(model, settings);
+  try {
+    return wrap(ort, session);
+  } catch (error) {
+    await session.release();
+    throw error;
+  }
+}
+
+/**
+ * Creates a session for a new graph (after a weight update) and checks that its layout equals the
+ * current one, releasing it otherwise. @internal
+ */
+export async function createMatchingSession<L>(
+  model: Uint8Array | string,
+  settings: SessionSettings,
+  readLayout: (session: Ort.InferenceSession) => L,
+  expected: L,
+  what: string,
+): Promise<Ort.InferenceSession> {
+  const session = await createSession(model, settings);
+  const layout = readLayout(session);
+  if (JSON.stringify(layout) !== JSON.stringify(expected)) {
+    await session.release();
+    throw graphError(
+      `the new ${what} has a different layout: ${JSON.stringify(layout)} vs ${JSON.stringify(expected)}`,
+    );
+  }
+  return session;
+}
