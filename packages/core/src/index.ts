@@ -4,6 +4,8 @@ export {
   ErrorCode,
   InvalidArgumentError,
   NonFiniteError,
+  OverwriteRefusedError,
+  ResumeMismatchError,
   RlvrError,
   ShapeMismatchError,
   UnsupportedSpecificationError,
@@ -11,7 +13,22 @@ export {
 export * from './math/index.js';
 export type { Rng, RngState } from './rng/rng.js';
 export { createRng } from './rng/rng.js';
+export type { SettingsDifference } from './run/fingerprint.js';
+export {
+  diffSettings,
+  fingerprint,
+  hashFloat32,
+  hashString,
+  stableStringify,
+} from './run/fingerprint.js';
 export * from './types/index.js';
+export type { OptionsContext } from './validation/options.js';
+export {
+  assertKnownKeys,
+  closestOption,
+  rejectIneffective,
+  validateOptions,
+} from './validation/options.js';
 export type { ArgumentContext } from './validation/validate.js';
 export {
   validateFiniteArray,
@@ -19,7 +36,6 @@ export {
   validateNullableFiniteArray,
   validateNumber,
   validateOneOf,
-  validateOptions,
   validateRagged,
 } from './validation/validate.js';
 export { VERSION } from './version.js';

@@ -21,6 +21,16 @@ export const ErrorCode = {
   TIMEOUT: 'TIMEOUT',
   /** An operation was cancelled through an `AbortSignal`. */
   ABORTED: 'ABORTED',
+  /** An options object has a key the function does not know (the message names the closest one). */
+  UNKNOWN_OPTION: 'UNKNOWN_OPTION',
+  /** An option has no effect in the given combination (e.g. `keepLast` without `outputDir`). */
+  INEFFECTIVE_OPTION: 'INEFFECTIVE_OPTION',
+  /** A write would delete, truncate or overwrite a file this run did not create. */
+  WOULD_OVERWRITE: 'WOULD_OVERWRITE',
+  /** A resumed run or reused artefact was made with settings that differ from the current ones. */
+  RESUME_MISMATCH: 'RESUME_MISMATCH',
+  /** A run cannot make progress (e.g. every update was skipped `maxConsecutiveSkips` times in a row). */
+  TRAINING_STALLED: 'TRAINING_STALLED',
 } as const;
 
 /** Union of the values of {@link ErrorCode}. */

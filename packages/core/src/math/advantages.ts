@@ -130,6 +130,7 @@ function readOptions(options: GroupAdvantagesOptions): Settings {
   const raw = validateOptions<GroupAdvantagesOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ['groupSize', 'baseline', 'scale', 'std', 'epsilon', 'weights', 'multiReward'],
   });
   const groupSize = validateInteger(raw.groupSize, {
     parameter: 'options.groupSize',

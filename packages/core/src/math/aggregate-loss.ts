@@ -80,6 +80,7 @@ function aggregationWeightsFor(
   const raw = validateOptions<AggregateLossOptions>(options, {
     parameter: 'options',
     functionName,
+    known: ['tokenCount', 'sequenceCount', 'normalizer'],
   });
   const rowSums = mask.map((row) => {
     let sum = 0;

@@ -79,6 +79,7 @@ export function filterGroups<T extends RolloutGroup | readonly (number | null)[]
   const raw = validateOptions<FilterGroupsOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ['minStd', 'std', 'passRate', 'passThreshold'],
   });
   const minStd = validateNumber(raw.minStd ?? 1e-6, {
     parameter: 'options.minStd',
@@ -95,6 +96,7 @@ export function filterGroups<T extends RolloutGroup | readonly (number | null)[]
   const passRate = validateOptions<{ min?: number; max?: number }>(raw.passRate, {
     parameter: 'options.passRate',
     functionName: FN,
+    known: ['min', 'max'],
   });
   const minPass = validateNumber(passRate.min ?? 0, {
     parameter: 'options.passRate.min',

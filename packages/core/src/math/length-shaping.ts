@@ -35,6 +35,7 @@ export function softOverlongPenalty(length: number, options: SoftOverlongOptions
   const raw = validateOptions<SoftOverlongOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ['maxLength', 'bufferLength', 'penaltyFactor'],
   });
   const maxLength = validateInteger(raw.maxLength, {
     parameter: 'options.maxLength',
@@ -141,6 +142,7 @@ export function lengthBudgetPenalty(length: number, options: LengthBudgetOptions
   const raw = validateOptions<LengthBudgetOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ['budget', 'coefficient', 'mode'],
   });
   const budget = validateNumber(raw.budget, {
     parameter: 'options.budget',

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { assertKnownKeys } from '../validation/options.js';
 import { validateNumber, validateOneOf, validateRagged } from '../validation/validate.js';
 
 /**
@@ -81,6 +82,11 @@ export function mismatchCorrection(input: MismatchCorrectionInput): MismatchCorr
       expected: 'an input object',
     });
   }
+  assertKnownKeys(input, {
+    parameter: '',
+    functionName: FN,
+    known: ['trainerLogprobs', 'behaviourLogprobs', 'mask', 'mode', 'cap', 'lowerThreshold'],
+  });
   const trainer = validateRagged(input.trainerLogprobs, {
     parameter: 'trainerLogprobs',
     functionName: FN,

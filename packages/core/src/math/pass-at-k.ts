@@ -53,7 +53,11 @@ export type MajAtKOptions = {
  */
 export function majAtK(options: MajAtKOptions): number {
   const FN = 'majAtK';
-  const raw = validateOptions<MajAtKOptions>(options, { parameter: 'options', functionName: FN });
+  const raw = validateOptions<MajAtKOptions>(options, {
+    parameter: 'options',
+    functionName: FN,
+    known: ['clusterSizes', 'correctCluster', 'k', 'abstained'],
+  });
   const sizes = validateFiniteArray(raw.clusterSizes, {
     parameter: 'options.clusterSizes',
     functionName: FN,

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { assertKnownKeys } from '../validation/options.js';
 import {
   isNumericArrayLike,
   validateFiniteArray,
@@ -315,6 +316,29 @@ function readInput(input: PolicyLossInput): Settings {
       expected: 'an input object',
     });
   }
+  assertKnownKeys(input, {
+    parameter: '',
+    functionName: FN,
+    known: [
+      'logprobs',
+      'oldLogprobs',
+      'advantages',
+      'mask',
+      'ratioLevel',
+      'epsilonLow',
+      'epsilonHigh',
+      'dualClip',
+      'delta',
+      'refLogprobs',
+      'klCoefficient',
+      'klEstimator',
+      'entropies',
+      'entropyCoefficient',
+      'importanceWeights',
+      'aggregation',
+      'aggregationOptions',
+    ],
+  });
   const context = (parameter: string) => ({ parameter, functionName: FN });
   const logprobs = validateRagged(input.logprobs, context('logprobs'));
   const shape = { shapeOf: logprobs, shapeName: 'logprobs' };

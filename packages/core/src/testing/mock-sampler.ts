@@ -36,6 +36,7 @@ export class MockSampler implements Sampler {
     const raw = validateOptions<{ script: MockSampleScript; modelId?: string }>(options, {
       parameter: 'options',
       functionName: 'MockSampler',
+      known: ['script', 'modelId'],
     });
     this.script = raw.script as MockSampleScript;
     this.modelId = raw.modelId ?? 'mock-model';

@@ -2,6 +2,11 @@ export type { CompletionRecord, MetricRecord } from './metrics.js';
 export type { RewardFunction, RewardInput, WeightedReward } from './reward.js';
 export type { Rollout, RolloutGroup } from './rollout.js';
 export type { Completion, FinishReason, Prompt, SampleRequest, Sampler } from './sampler.js';
-export { assertSampler, SUPPORTED_SAMPLER_SPECIFICATIONS } from './sampler.js';
+export {
+  assertSampler,
+  isAbortedGroup,
+  SUPPORTED_SAMPLER_SPECIFICATIONS,
+  throwIfAborted,
+} from './sampler.js';
 export type { Verifier, VerifyInput, VerifyResult } from './verifier.js';
 export type { NamedTensor, WeightSnapshot } from './weights.js';

@@ -1,3 +1,4 @@
+import { AbortedError } from '../errors/aborted-error.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { UnsupportedSpecificationError } from '../errors/unsupported-specification-error.js';
 import type { WeightSnapshot } from './weights.js';
@@ -56,6 +57,30 @@ export type Completion = {
  * Anything that samples completions: the ONNX rollout engine, a remote server, a mock in tests.
  * Implementations are plain objects; check them with {@link assertSampler}.
  *
+ * **Abort.** When `options.signal` aborts before every completion is finished, `sample()` rejects
+ * with {@link AbortedError} (code `ABORTED`, `cause` = the signal's reason); it never resolves
+ * with a partial result for an aborted signal, and a signal that is already aborted rejects before
+ * any work. `finishReason: 'abort'` exists only for samplers that cancel a completion for their own
+ * reasons (a remote server shutting down); a group holding such a completion is *aborted*
+ * ({@link isAbortedGroup}): no consumer scores, trains on, votes over or saves it. GrpoTrainer drops
+ * it and counts it (`skipped/aborted_groups`); generateTraces does not write it; voting ignores it.
+ *
+ * **Retry.** A sampler does not retry on its own; a rejected call may be repeated with the same
+ * request and gives the same samples (same `seed`), so a retry is never a different experiment.
+ *
+ * **Resume.** Loops that checkpoint (GrpoTrainer, distillStudent, generateTraces) resume to the
+ * exact state of the last checkpoint or record written before an abort; nothing after it is kept.
+ * A resume whose settings differ in anything that changes the math is refused
+ * (`RESUME_MISMATCH`) unless the caller says so explicitly.
+ *
+ * **Logprobs and the importance ratio.** `Completion.logprobs` are the *behaviour* logprobs: the
+ * log-probability of each token under the processed distribution it was drawn from, i.e.
+ * `log softmax(logits / temperature)` restricted to the tokens top-k / top-p / min-p kept and
+ * renormalized over them. The trainer's logprobs are `log softmax(logits / temperature)` over the
+ * whole vocabulary (the same temperature, no truncation: TRL's convention). The rollout↔trainer
+ * importance ratio is `exp(trainer − behaviour)`; with truncation it equals the kept set's mass
+ * (≤ 1), which is exactly the correction for having sampled from the truncated distribution.
+ *
  * @example
  * ```ts
  * const groups = await sampler.sample({ prompts: ['2+2='], n: 8, maxNewTokens: 16, temperature: 1 });
@@ -103,4 +128,21 @@ export function assertSampler(value: unknown, parameter = 'sampler'): asserts va
       actual: version,
     });
   }
+}
+
+/**
+ * Throws {@link AbortedError} when `signal` is aborted: the one way every rlvr loop checks for
+ * cancellation (see "Abort" in {@link Sampler}).
+ */
+export function throwIfAborted(signal: AbortSignal | undefined, operation: string): void {
+  if (signal?.aborted) throw new AbortedError({ operation, cause: signal.reason });
+}
+
+/**
+ * True when any completion of the group ended with `finishReason: 'abort'`. Such a group is not a
+ * sample of the policy (it was cut by cancellation, not by the model): consumers never score,
+ * train on, vote over or save it.
+ */
+export function isAbortedGroup(group: readonly Pick<Completion, 'finishReason'>[]): boolean {
+  return group.some((completion) => completion.finishReason === 'abort');
 }

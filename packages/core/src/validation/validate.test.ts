@@ -3,12 +3,12 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { NonFiniteError } from '../errors/non-finite-error.js';
 import { ShapeMismatchError } from '../errors/shape-mismatch-error.js';
 import { VERSION } from '../version.js';
+import { validateOptions } from './options.js';
 import {
   validateFiniteArray,
   validateInteger,
   validateNumber,
   validateOneOf,
-  validateOptions,
   validateRagged,
 } from './validate.js';
 

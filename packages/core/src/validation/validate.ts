@@ -208,18 +208,6 @@ export function validateNullableFiniteArray(
   return values as (number | null)[];
 }
 
-/** Checks that `value` is a plain object (or undefined, returning `{}`). */
-export function validateOptions<T extends object>(
-  value: unknown,
-  context: ArgumentContext,
-): Partial<T> {
-  if (value === undefined) return {};
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new InvalidArgumentError({ ...context, value, expected: 'an options object' });
-  }
-  return value as Partial<T>;
-}
-
 function describeRange(
   kind: string,
   min: number,
@@ -236,3 +224,5 @@ function describeRange(
   if (upper) return `${kind} ${maxInclusive ? '<=' : '<'} ${max}`;
   return kind;
 }
+
+export { validateOptions } from './options.js';
