@@ -49,7 +49,12 @@ describe('filterGroups', () => {
       { index: 0, reason: 'low-std' },
       { index: 2, reason: 'low-std' },
     ]);
-    expect(result.groups[1]).toEqual({ mean: 0.5, std: 0.5, passRate: 0.5, validCount: 4 });
+    expect(result.groups[1]).toEqual({
+      mean: 0.5,
+      std: Math.sqrt(1 / 3), // sample std of [1, 0, 1, 0]
+      passRate: 0.5,
+      validCount: 4,
+    });
   });
 
   it('should use the std for continuous rewards, not just 0/1', () => {
@@ -125,5 +130,13 @@ describe('filterGroups', () => {
     );
     expect(() => filterGroups([[1, 0]], { std: 'x' as 'sample' })).toThrow(/options.std/);
     expect(() => filterGroups('x' as unknown as number[][])).toThrow(/'groups'/);
+  });
+});
+
+describe('filterGroups defaults', () => {
+  it('should use the sample std by default, as groupAdvantages does', () => {
+    // Group [0, 1]: population std 0.5, sample std 0.7071. minStd 0.6 keeps it only with sample std.
+    expect(filterGroups([[0, 1]], { minStd: 0.6 }).keptIndices).toEqual([0]);
+    expect(filterGroups([[0, 1]], { minStd: 0.6, std: 'population' }).keptIndices).toEqual([]);
   });
 });

@@ -16,7 +16,7 @@ export type FilterGroupsOptions = {
    * Default 1e-6. Set to -1 to keep zero-variance groups.
    */
   minStd?: number;
-  /** Std kind used for `minStd`. Default `population`. */
+  /** Std kind used for `minStd`. Default `sample` (as `groupAdvantages` and TRL). */
   std?: StdKind;
   /** Keep only groups whose pass rate is within `[min, max]` (inclusive). Default no band. */
   passRate?: { min?: number; max?: number };
@@ -85,7 +85,7 @@ export function filterGroups<T extends RolloutGroup | readonly (number | null)[]
     parameter: 'options.minStd',
     functionName: FN,
   });
-  const std = validateOneOf(raw.std ?? 'population', ['population', 'sample'], {
+  const std = validateOneOf(raw.std ?? 'sample', ['population', 'sample'], {
     parameter: 'options.std',
     functionName: FN,
   });
