@@ -13,8 +13,15 @@ export {
 } from './losses/divergences.js';
 export type { LossAndGradient } from './losses/gradients.js';
 export { distillationLossAndGradient } from './losses/gradients.js';
-export type { GenerateTracesOptions, GenerateTracesResult } from './traces/generate-traces.js';
-export { generateTraces, readTraces } from './traces/generate-traces.js';
+export type { GenerateTracesResult } from './traces/generate-traces.js';
+export { generateTraces } from './traces/generate-traces.js';
+export type {
+  GenerateTracesOptions,
+  TraceSamplingOptions,
+  TraceTeacher,
+} from './traces/generate-traces-options.js';
+export type { ReadTracesOptions, TraceSettings, TracesHeader } from './traces/trace-file.js';
+export { readTraces, readTracesHeader } from './traces/trace-file.js';
 export type { PromptRecord, TraceRecord } from './traces/trace-record.js';
 export type { DistillCheckpoint } from './train/distill-checkpoint.js';
 export { loadDistillCheckpoint, saveDistillCheckpoint } from './train/distill-checkpoint.js';

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { createRng, type SampleRequest } from '@rlvr/core';
 import { MockSampler, mockCompletion } from '@rlvr/core/test';
 import { describe, expect, it } from 'vitest';
-import { generateTraces, readTraces } from './generate-traces.js';
+import { generateTraces } from './generate-traces.js';
+import { readTraces } from './trace-file.js';
 
 /** A deterministic "teacher": answers depend only on the request's seed. */
 function seededTeacher() {

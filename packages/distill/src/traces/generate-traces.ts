@@ -1,55 +1,57 @@
 import { existsSync } from 'node:fs';
-import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
-  AbortedError,
   assertSampler,
+  type Completion,
   createRng,
   InvalidArgumentError,
+  isAbortedGroup,
+  type NamedTensor,
+  OverwriteRefusedError,
+  ResumeMismatchError,
   type RewardFunction,
   RlvrError,
+  rejectIneffective,
   type SampleRequest,
   type Sampler,
+  throwIfAborted,
   validateInteger,
   validateNumber,
   validateOptions,
 } from '@rlvr/core';
 import cliProgress from 'cli-progress';
+import {
+  type GenerateTracesOptions,
+  type ValidatedTraceOptions,
+  validateGenerateOptions,
+} from './generate-traces-options.js';
+import {
+  completeGroups,
+  makeHeader,
+  parseTracesFile,
+  settingsDifferences,
+  type TraceSettings,
+  type TracesHeader,
+  teacherWeightsHash,
+} from './trace-file.js';
 import type { PromptRecord, TraceRecord } from './trace-record.js';
 
-/** Options of {@link generateTraces}. */
-export type GenerateTracesOptions = {
-  /** The teacher. */
-  sampler: Sampler;
-  prompts: readonly PromptRecord[];
-  /** Traces per prompt. */
-  k: number;
-  /** Sampling settings (temperature, topP, maxNewTokens, …); `seed` is the base seed. */
-  sampling: Omit<SampleRequest, 'prompts' | 'n'>;
-  /** Scores a trace; `reward ≥ acceptThreshold` marks it accepted. */
-  reward: RewardFunction;
-  /** Default 1. */
-  acceptThreshold?: number;
-  /** JSONL file to stream traces to. Existing complete prompts are kept and skipped (resume). */
-  outPath: string;
-  /** Prompts per sampler call. Default 8. */
-  batchSize?: number;
-  /** Keep the teacher's behaviour logprobs in the records. Default false. */
-  keepLogprobs?: boolean;
-  /** Show a progress bar on stderr. Default: when stderr is a TTY and not in CI. */
-  progress?: boolean;
-  signal?: AbortSignal;
-};
+const FN = 'generateTraces';
 
 /** Summary of a {@link generateTraces} run. */
 export type GenerateTracesResult = {
-  /** Prompts whose traces were already in the file. */
+  /** Requested prompts whose traces were already in the file. */
   resumedPrompts: number;
-  /** Prompts sampled in this call. */
+  /** Prompts sampled and written in this call. */
   generatedPrompts: number;
+  /** Prompts whose group came back aborted (`finishReason: 'abort'`): not written. */
+  abortedPrompts: number;
   traces: number;
   accepted: number;
   outPath: string;
+  /** The file's fingerprint: pass it to `readTraces(outPath, { fingerprint })`. */
+  fingerprint: string;
 };
 
 /**
@@ -58,68 +60,84 @@ export type GenerateTracesResult = {
  *
  * Resumable and deterministic: each prompt is sampled with a seed derived from `sampling.seed` and
  * its id, so an interrupted run continued later writes the same traces as an uninterrupted one.
- * On start, an existing file is read; prompts with all `k` traces are kept and skipped, and
- * incomplete prompts or a torn last line (from a crash) are dropped and regenerated.
+ * The file starts with a header line holding a fingerprint of the teacher (`teacher.weights`),
+ * `k`, the sampling settings and the seed; a file with another fingerprint is never resumed
+ * (`RESUME_MISMATCH`, unless `overwrite: true` starts a new file). On resume, prompts with all `k`
+ * traces are skipped; incomplete prompts are sampled again and appended (the new group supersedes
+ * the partial one when read). Nothing already in the file is deleted or rewritten.
+ *
+ * A group the sampler returns with a `finishReason: 'abort'` completion is not written (counted in
+ * `abortedPrompts`); an aborted `signal` rejects with `AbortedError` and writes nothing more.
  *
  * @example
  * ```ts
- * await generateTraces({ sampler: teacher, prompts, k: 8, outPath: 'traces.jsonl',
+ * const { fingerprint } = await generateTraces({ sampler: teacher, prompts, k: 8,
+ *   outPath: 'traces.jsonl', teacher: { weights: teacherCheckpoint },
  *   sampling: { maxNewTokens: 128, temperature: 1, seed: 0 }, reward: correctnessReward });
+ * const traces = await readTraces('traces.jsonl', { fingerprint, promptIds: prompts.map((p) => p.id) });
  * ```
- * @throws {InvalidArgumentError} for bad options or duplicate prompt ids.
+ * @throws {InvalidArgumentError} for bad options (`UNKNOWN_OPTION`, `INEFFECTIVE_OPTION`) or duplicate prompt ids.
+ * @throws {ResumeMismatchError} `RESUME_MISMATCH` when the file was written with other settings.
+ * @throws {OverwriteRefusedError} `WOULD_OVERWRITE` for `resume: false` on a non-empty file.
+ * @throws {AbortedError} `ABORTED` when `signal` aborts.
  */
 export async function generateTraces(
   options: GenerateTracesOptions,
 ): Promise<GenerateTracesResult> {
-  const FN = 'generateTraces';
-  const raw = validateOptions<GenerateTracesOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-  });
-  assertSampler(raw.sampler, 'options.sampler');
-  const sampler = raw.sampler;
-  const k = validateInteger(raw.k, { parameter: 'options.k', functionName: FN, min: 1 });
-  const batchSize = validateInteger(raw.batchSize ?? 8, {
-    parameter: 'options.batchSize',
-    functionName: FN,
-    min: 1,
-  });
-  const acceptThreshold = validateNumber(raw.acceptThreshold ?? 1, {
-    parameter: 'options.acceptThreshold',
-    functionName: FN,
-  });
-  const sampling = validateOptions<GenerateTracesOptions['sampling']>(raw.sampling, {
-    parameter: 'options.sampling',
-    functionName: FN,
-  });
-  const maxNewTokens = validateInteger(sampling.maxNewTokens, {
-    parameter: 'options.sampling.maxNewTokens',
-    functionName: FN,
-    min: 1,
-  });
-  if (typeof raw.reward !== 'function') {
-    throw new InvalidArgumentError({
-      parameter: 'options.reward',
-      functionName: FN,
-      value: raw.reward,
-      expected: 'a reward function',
-    });
+  const input = validateGenerateOptions(options);
+  const header = makeHeader(input.settings);
+  const complete = await prepareFile(input, header);
+  const todo = input.prompts.filter((prompt) => !complete.has(prompt.id));
+  const resumedPrompts = input.prompts.length - todo.length;
+  const bar = progressBar(input.raw.progress);
+  bar?.start(input.prompts.length, resumedPrompts, { accepted: 0 });
+  const totals = { generatedPrompts: 0, abortedPrompts: 0, traces: 0, accepted: 0 };
+  const baseRng = createRng(input.sampling.seed ?? 0);
+  const signal = input.raw.signal;
+  try {
+    for (let start = 0; start < todo.length; start += input.batchSize) {
+      throwIfAborted(signal, `${FN}()`);
+      const batch = todo.slice(start, start + input.batchSize);
+      // One sampler call per prompt keeps each prompt's seed independent of batching; calls for a
+      // batch run concurrently so a batching sampler can still fuse them.
+      const groups = await Promise.all(
+        batch.map((prompt) =>
+          samplePrompt(input, prompt, baseRng.derive(prompt.id).nextUint32(), signal),
+        ),
+      );
+      // A sampler that resolved despite the abort: nothing of this batch is written.
+      throwIfAborted(signal, `${FN}()`);
+      const lines: string[] = [];
+      for (let index = 0; index < batch.length; index++) {
+        const group = groups[index]!;
+        if (isAbortedGroup(group)) {
+          totals.abortedPrompts++;
+          continue;
+        }
+        const records = await scoreGroup(input, batch[index]!, group);
+        totals.generatedPrompts++;
+        totals.traces += records.length;
+        totals.accepted += records.filter((record) => record.accepted).length;
+        lines.push(...records.map((record) => JSON.stringify(record)));
+      }
+      throwIfAborted(signal, `${FN}()`);
+      if (lines.length > 0) await appendFile(input.outPath, `${lines.join('\n')}\n`);
+      bar?.increment(batch.length, { accepted: totals.accepted });
+    }
+  } finally {
+    bar?.stop();
   }
-  if (typeof raw.outPath !== 'string' || raw.outPath.length === 0) {
-    throw new InvalidArgumentError({
-      parameter: 'options.outPath',
-      functionName: FN,
-      value: raw.outPath,
-      expected: 'a file path',
-    });
-  }
-  const prompts = readPrompts(raw.prompts, FN);
-  const baseRng = createRng(sampling.seed ?? 0);
+  return {
+    resumedPrompts,
+    ...totals,
+    outPath: input.outPath,
+    fingerprint: header.fingerprint,
+  };
+}
 
-  const complete = await loadCompletePrompts(raw.outPath, k);
-  const todo = prompts.filter((prompt) => !complete.has(prompt.id));
-  const showProgress = raw.progress ?? (Boolean(process.stderr.isTTY) && !process.env.CI);
-  const bar = showProgress
+function progressBar(progress: boolean | undefined) {
+  const show = progress ?? (Boolean(process.stderr.isTTY) && !process.env.CI);
+  return show
     ? new cliProgress.SingleBar(
         {
           format:
@@ -129,167 +147,129 @@ export async function generateTraces(
         cliProgress.Presets.shades_classic,
       )
     : undefined;
-  bar?.start(prompts.length, complete.size, { accepted: 0 });
-
-  let traces = 0;
-  let accepted = 0;
-  try {
-    for (let start = 0; start < todo.length; start += batchSize) {
-      if (raw.signal?.aborted)
-        throw new AbortedError({ operation: `${FN}()`, cause: raw.signal.reason });
-      const batch = todo.slice(start, start + batchSize);
-      // One sampler call per prompt keeps each prompt's seed independent of batching; calls for a
-      // batch run concurrently so a batching sampler can still fuse them.
-      const groups = await Promise.all(
-        batch.map(async (prompt) => {
-          const seed = baseRng.derive(prompt.id).nextUint32();
-          const result = await sampler.sample(
-            { ...sampling, maxNewTokens, seed, prompts: [prompt.prompt], n: k },
-            raw.signal ? { signal: raw.signal } : undefined,
-          );
-          const group = result?.[0];
-          if (!Array.isArray(group) || group.length !== k) {
-            throw new RlvrError(
-              'INVALID_ARGUMENT',
-              `The sampler passed to ${FN}() returned ${Array.isArray(group) ? group.length : 'no'} completions for prompt '${prompt.id}' with n = ${k}`,
-            );
-          }
-          return group;
-        }),
-      );
-      const lines: string[] = [];
-      for (let index = 0; index < batch.length; index++) {
-        const prompt = batch[index]!;
-        const group = groups[index]!;
-        for (let sampleIndex = 0; sampleIndex < group.length; sampleIndex++) {
-          const completion = group[sampleIndex]!;
-          const reward = await raw.reward({
-            prompt: prompt.prompt,
-            completion: completion.text,
-            answer: prompt.answer,
-            promptId: prompt.id,
-            finishReason: completion.finishReason,
-            completionTokens: completion.tokenIds.length,
-            ...(prompt.metadata ? { metadata: prompt.metadata } : {}),
-          });
-          if (reward !== null && (typeof reward !== 'number' || !Number.isFinite(reward))) {
-            throw new InvalidArgumentError({
-              parameter: 'options.reward',
-              functionName: FN,
-              value: reward,
-              expected: `a finite number or null (prompt '${prompt.id}', sample ${sampleIndex})`,
-            });
-          }
-          const record: TraceRecord = {
-            promptId: prompt.id,
-            prompt: prompt.prompt,
-            sampleIndex,
-            ...(completion.promptTokenIds ? { promptTokenIds: completion.promptTokenIds } : {}),
-            completion: completion.text,
-            tokenIds: completion.tokenIds,
-            ...(raw.keepLogprobs ? { logprobs: completion.logprobs } : {}),
-            finishReason: completion.finishReason,
-            reward,
-            accepted: reward !== null && reward >= acceptThreshold,
-            ...(prompt.answer === undefined ? {} : { answer: prompt.answer }),
-            ...(prompt.metadata ? { metadata: prompt.metadata } : {}),
-          };
-          if (record.accepted) accepted++;
-          traces++;
-          lines.push(JSON.stringify(record));
-        }
-      }
-      await appendFile(raw.outPath, `${lines.join('\n')}\n`);
-      bar?.increment(batch.length, { accepted });
-    }
-  } finally {
-    bar?.stop();
-  }
-  return {
-    resumedPrompts: complete.size,
-    generatedPrompts: todo.length,
-    traces,
-    accepted,
-    outPath: raw.outPath,
-  };
 }
 
-/**
- * Reads a traces file. Lines that do not parse (a torn write) are skipped.
- * @throws {RlvrError} when the file cannot be read.
- */
-export async function readTraces(path: string): Promise<TraceRecord[]> {
-  const text = await readFile(path, 'utf8');
+async function samplePrompt(
+  input: ValidatedTraceOptions,
+  prompt: PromptRecord,
+  seed: number,
+  signal: AbortSignal | undefined,
+): Promise<Completion[]> {
+  const result = await input.sampler.sample(
+    { ...input.sampling, seed, prompts: [prompt.prompt], n: input.k },
+    signal ? { signal } : undefined,
+  );
+  const group = result?.[0];
+  if (!Array.isArray(group) || group.length !== input.k) {
+    throw new RlvrError(
+      'INVALID_ARGUMENT',
+      `The sampler passed to ${FN}() returned ${Array.isArray(group) ? group.length : 'no'} completions for prompt '${prompt.id}' with n = ${input.k}`,
+    );
+  }
+  return group;
+}
+
+async function scoreGroup(
+  input: ValidatedTraceOptions,
+  prompt: PromptRecord,
+  group: readonly Completion[],
+): Promise<TraceRecord[]> {
   const records: TraceRecord[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      const value = JSON.parse(line) as TraceRecord;
-      if (value && typeof value.promptId === 'string' && typeof value.completion === 'string')
-        records.push(value);
-    } catch {
-      // a torn last line from an interrupted write
+  for (let sampleIndex = 0; sampleIndex < group.length; sampleIndex++) {
+    const completion = group[sampleIndex]!;
+    const reward = await input.reward({
+      prompt: prompt.prompt,
+      completion: completion.text,
+      answer: prompt.answer,
+      promptId: prompt.id,
+      finishReason: completion.finishReason,
+      completionTokens: completion.tokenIds.length,
+      ...(prompt.metadata ? { metadata: prompt.metadata } : {}),
+    });
+    if (reward !== null && (typeof reward !== 'number' || !Number.isFinite(reward))) {
+      throw new InvalidArgumentError({
+        parameter: 'options.reward',
+        functionName: FN,
+        value: reward,
+        expected: `a finite number or null (prompt '${prompt.id}', sample ${sampleIndex})`,
+      });
     }
+    records.push({
+      promptId: prompt.id,
+      prompt: prompt.prompt,
+      sampleIndex,
+      ...(completion.promptTokenIds ? { promptTokenIds: completion.promptTokenIds } : {}),
+      completion: completion.text,
+      tokenIds: completion.tokenIds,
+      ...(input.keepLogprobs ? { logprobs: completion.logprobs } : {}),
+      finishReason: completion.finishReason,
+      reward,
+      accepted: reward !== null && reward >= input.acceptThreshold,
+      ...(prompt.answer === undefined ? {} : { answer: prompt.answer }),
+      ...(prompt.metadata ? { metadata: prompt.metadata } : {}),
+    });
   }
   return records;
 }
 
-/** Keeps only prompts with all k traces, rewriting the file atomically when it had to drop any. */
-async function loadCompletePrompts(path: string, k: number): Promise<Set<string>> {
-  await mkdir(dirname(path), { recursive: true });
-  if (!existsSync(path)) return new Set();
-  const records = await readTraces(path);
-  const byPrompt = new Map<string, TraceRecord[]>();
-  for (const record of records)
-    byPrompt.set(record.promptId, [...(byPrompt.get(record.promptId) ?? []), record]);
-  const complete = new Set<string>();
-  const kept: TraceRecord[] = [];
-  for (const [promptId, group] of byPrompt) {
-    const indices = new Set(group.map((record) => record.sampleIndex));
-    if (group.length === k && indices.size === k) {
-      complete.add(promptId);
-      kept.push(...group);
-    }
-  }
-  const original = await readFile(path, 'utf8');
-  const rewritten =
-    kept.map((record) => JSON.stringify(record)).join('\n') + (kept.length ? '\n' : '');
-  if (rewritten !== original) {
-    const temporary = `${path}.tmp-${process.pid}`;
-    await writeFile(temporary, rewritten);
-    await rename(temporary, path);
-  }
-  return complete;
-}
-
-function readPrompts(value: unknown, functionName: string): PromptRecord[] {
-  if (!Array.isArray(value) || value.length === 0) {
-    throw new InvalidArgumentError({
-      parameter: 'options.prompts',
-      functionName,
-      value,
-      expected: 'a non-empty array of { id, prompt }',
+/**
+ * Checks the existing file (if any) against the header and returns the requested prompts that are
+ * already complete in it. Starts a new file (header only) when there is none, it is empty, or
+ * `overwrite: true` allows replacing it. Never deletes or rewrites traces otherwise.
+ */
+async function prepareFile(
+  input: ValidatedTraceOptions,
+  header: TracesHeader,
+): Promise<Set<string>> {
+  const { outPath } = input;
+  const existing = existsSync(outPath) ? await stat(outPath) : undefined;
+  if (existing?.isDirectory()) {
+    throw new OverwriteRefusedError({
+      path: outPath,
+      reason: 'it is a folder, not a traces file',
+      functionName: FN,
     });
   }
-  const ids = new Set<string>();
-  value.forEach((record, index) => {
-    if (!record || typeof record.id !== 'string' || typeof record.prompt !== 'string') {
-      throw new InvalidArgumentError({
-        parameter: `options.prompts[${index}]`,
-        functionName,
-        value: record,
-        expected: '{ id: string, prompt: string, answer?, metadata? }',
+  if (existing === undefined || existing.size === 0) {
+    await startFile(outPath, header);
+    return new Set();
+  }
+  const parsed = await parseTracesFile(outPath);
+  if (!input.resume) {
+    if (!input.overwrite) {
+      throw new OverwriteRefusedError({
+        path: outPath,
+        reason: `it already holds ${parsed.lines} lines of traces and resume is false`,
+        allowWith: 'overwrite: true (starts a new file)',
+        functionName: FN,
       });
     }
-    if (ids.has(record.id)) {
-      throw new InvalidArgumentError({
-        parameter: `options.prompts[${index}].id`,
-        functionName,
-        value: record.id,
-        expected: 'a unique prompt id',
+    await startFile(outPath, header);
+    return new Set();
+  }
+  if (parsed.header?.fingerprint !== header.fingerprint) {
+    if (!input.overwrite) {
+      throw new ResumeMismatchError({
+        what: `The traces file ${outPath}`,
+        differences: settingsDifferences(parsed.header?.settings, header.settings),
+        allowWith: 'overwrite: true (starts a new file), or another outPath',
+        functionName: FN,
       });
     }
-    ids.add(record.id);
-  });
-  return value as PromptRecord[];
+    await startFile(outPath, header);
+    return new Set();
+  }
+  // A torn last line: end it so that the next record starts on its own line.
+  if (!parsed.endsWithNewline) await appendFile(outPath, '\n');
+  const wanted = new Set(input.prompts.map((prompt) => prompt.id));
+  const groups = completeGroups(parsed.records, input.k);
+  return new Set([...groups.keys()].filter((promptId) => wanted.has(promptId)));
+}
+
+/** Writes a file holding only the header, atomically (temporary file + rename). */
+async function startFile(path: string, header: TracesHeader): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const temporary = `${path}.tmp-${process.pid}`;
+  await writeFile(temporary, `${JSON.stringify(header)}\n`);
+  await rename(temporary, path);
 }

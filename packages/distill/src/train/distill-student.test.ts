@@ -17,7 +17,8 @@ import {
 } from '@rlvr/trainer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { filterTraces } from '../filter/filter-traces.js';
-import { generateTraces, readTraces } from '../traces/generate-traces.js';
+import { generateTraces } from '../traces/generate-traces.js';
+import { readTraces } from '../traces/trace-file.js';
 import { loadDistillCheckpoint } from './distill-checkpoint.js';
 import { distillStudent } from './distill-student.js';
 import { assertSharedTokenizer } from './shared-tokenizer.js';
