@@ -4,6 +4,9 @@ export type {
   SelectedBackend,
 } from './backend/select-backend.js';
 export { activeBackend, BACKEND_NAMES, selectBackend } from './backend/select-backend.js';
+export type { TrainerDefaults } from './defaults.js';
+export { TRAINER_DEFAULTS } from './defaults.js';
+export { TrainingStalledError } from './errors/training-stalled-error.js';
 export type { GrpoConfig } from './grpo/grpo-config.js';
 export type {
   GrpoMetricRecord,
@@ -21,9 +24,12 @@ export { isNoDecayParameter } from './optim/adamw.js';
 export type { LearningRateSchedule, ScheduleKind } from './optim/schedule.js';
 export { learningRateAt } from './optim/schedule.js';
 export type { TokenSequence } from './train/batch.js';
+export { createPolicyTrainer, PolicyTrainer } from './train/policy-trainer.js';
+export type { GrpoLossConfig, PolicyTrainerOptions } from './train/trainer-options.js';
 export type {
+  CompletionLogprobsOptions,
+  CompletionLogprobsResult,
   GrpoBatch,
-  GrpoLossConfig,
   GrpoStepMetrics,
   GrpoStepOptions,
   GrpoStepResult,
@@ -33,10 +39,8 @@ export type {
   LogitsStepOptions,
   LogitsStepResult,
   OptimizerStepMetrics,
-  PolicyTrainerOptions,
   PolicyTrainerState,
   SftStepOptions,
   SftStepResult,
-} from './train/policy-trainer.js';
-export { createPolicyTrainer, PolicyTrainer } from './train/policy-trainer.js';
+} from './train/trainer-types.js';
 export { VERSION } from './version.js';

@@ -1,4 +1,10 @@
-import { InvalidArgumentError, validateInteger, validateNumber, validateOneOf } from '@rlvr/core';
+import {
+  InvalidArgumentError,
+  validateInteger,
+  validateNumber,
+  validateOneOf,
+  validateOptions,
+} from '@rlvr/core';
 
 /** Learning-rate schedule after the warm-up (Hugging Face `lr_scheduler_type` names). */
 export type ScheduleKind = 'constant' | 'cosine' | 'linear';
@@ -44,43 +50,57 @@ export function learningRateAt(schedule: LearningRateSchedule, step: number): nu
   return learningRate * (floor + (1 - floor) * factor);
 }
 
-/** Validates a schedule and fills its defaults. @internal */
+const SCHEDULE_KEYS = [
+  'learningRate',
+  'schedule',
+  'warmupSteps',
+  'totalSteps',
+  'minLearningRateRatio',
+] as const;
+
+/**
+ * Validates a schedule (unknown keys are errors) and fills its defaults; `parameter` prefixes the
+ * field names in errors (e.g. `options.schedule`). @internal
+ */
 export function validateSchedule(
   schedule: LearningRateSchedule,
   functionName: string,
+  parameter?: string,
 ): Required<Omit<LearningRateSchedule, 'totalSteps'>> & { totalSteps: number | undefined } {
+  const name = (field: string) => (parameter === undefined ? field : `${parameter}.${field}`);
   if (schedule === null || typeof schedule !== 'object') {
     throw new InvalidArgumentError({
-      parameter: 'schedule',
+      parameter: parameter ?? 'schedule',
       functionName,
       value: schedule,
       expected: 'a schedule object { learningRate, … }',
     });
   }
+  validateOptions(schedule, { parameter: parameter ?? '', functionName, known: SCHEDULE_KEYS });
   const learningRate = validateNumber(schedule.learningRate, {
-    parameter: 'learningRate',
+    parameter: name('learningRate'),
     functionName,
     min: 0,
   });
   const kind = validateOneOf(schedule.schedule ?? 'constant', ['constant', 'cosine', 'linear'], {
-    parameter: 'schedule',
+    parameter: name('schedule'),
     functionName,
   });
   const warmupSteps = validateInteger(schedule.warmupSteps ?? 0, {
-    parameter: 'warmupSteps',
+    parameter: name('warmupSteps'),
     functionName,
     min: 0,
   });
   let totalSteps: number | undefined;
   if (kind !== 'constant' || schedule.totalSteps !== undefined) {
     totalSteps = validateInteger(schedule.totalSteps, {
-      parameter: 'totalSteps',
+      parameter: name('totalSteps'),
       functionName,
       min: Math.max(1, warmupSteps),
     });
   }
   const minLearningRateRatio = validateNumber(schedule.minLearningRateRatio ?? 0, {
-    parameter: 'minLearningRateRatio',
+    parameter: name('minLearningRateRatio'),
     functionName,
     min: 0,
     max: 1,

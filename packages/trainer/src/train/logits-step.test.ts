@@ -6,6 +6,8 @@ import { selectBackend } from '../backend/select-backend.js';
 import { createLlamaModel } from '../model/llama-model.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
 import type { TokenSequence } from './batch.js';
+import { microBatches } from './gradient-engine.js';
+import { logitsGradients } from './logits-loss.js';
 import {
   createPolicyTrainer,
   type LogitsLossFunction,
@@ -141,8 +143,8 @@ describe('PolicyTrainer.logitsStep (cpu)', () => {
     const trainer = await makeTrainer({ schedule: { learningRate: 0 } });
     const sequences = randomSequences(2, 5);
     const q = teacher(3, sequences);
-    const micro = trainer.microBatches(sequences, 'test');
-    const accumulated = trainer.logitsGradients(micro, sequences, forwardKl(q), 'test');
+    const micro = microBatches(trainer.model, Number.MAX_SAFE_INTEGER, sequences, 'test');
+    const accumulated = logitsGradients(trainer.model, micro, sequences, forwardKl(q), 'test');
     const model = trainer.model;
     const names = model.parameterNames;
     const variables = names.map((name) => tf.variable(model.param(name), true));
@@ -208,8 +210,8 @@ describe('PolicyTrainer.logitsStep (cpu)', () => {
           ]),
         ),
       );
-      const micro = trainer.microBatches(sequences, 'test');
-      const out = trainer.logitsGradients(micro, sequences, forwardKl(q), 'test');
+      const micro = microBatches(trainer.model, Number.MAX_SAFE_INTEGER, sequences, 'test');
+      const out = logitsGradients(trainer.model, micro, sequences, forwardKl(q), 'test');
       let directional = 0;
       for (const [name, grad] of out.grads) {
         const d = direction.get(name)!;
@@ -233,7 +235,11 @@ describe('PolicyTrainer.logitsStep (cpu)', () => {
 
   it('should validate lossOf and its output, and skip non-finite updates when asked', async () => {
     const sequences = randomSequences(7, 3);
-    const trainer = await makeTrainer({ schedule: { learningRate: 1e-3 }, microBatchSize: 2 });
+    const trainer = await makeTrainer({
+      schedule: { learningRate: 1e-3 },
+      microBatchSize: 2,
+      onNonFinite: 'error',
+    });
     const before = tf.memory().numTensors;
     expect(() => trainer.logitsStep(sequences, 1 as unknown as LogitsLossFunction)).toThrow(
       InvalidArgumentError,

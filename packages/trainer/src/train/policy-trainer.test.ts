@@ -7,6 +7,7 @@ import { createLlamaModel } from '../model/llama-model.js';
 import { tokenStats } from '../model/token-stats.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
 import type { TokenSequence } from './batch.js';
+import { accumulateGradients, microBatches } from './gradient-engine.js';
 import {
   createPolicyTrainer,
   type GrpoLossConfig,
@@ -43,10 +44,10 @@ const FULL_LOSS: GrpoLossConfig = {
   epsilonLow: 0.2,
   epsilonHigh: 0.28,
   dualClip: 3,
-  klCoefficient: 0.05,
+  beta: 0.05,
   klEstimator: 'k3',
   entropyCoefficient: 0.01,
-  aggregation: 'token-mean',
+  lossAggregation: 'token-mean',
   mismatch: { mode: 'token-truncate', cap: 2 },
 };
 
@@ -65,7 +66,7 @@ describe('PolicyTrainer (cpu)', () => {
     async (aggregation, estimator) => {
       const grpo: GrpoLossConfig = {
         ...FULL_LOSS,
-        aggregation,
+        lossAggregation: aggregation,
         klEstimator: estimator,
         ...(aggregation === 'seq-mean-token-sum-norm' ? { normalizer: 8 } : {}),
       };
@@ -123,30 +124,36 @@ describe('PolicyTrainer (cpu)', () => {
     const current = trainer.completionLogprobs(sequences);
     const old = current.logprobs.map((row) => row.map((v) => v + 0.3 * (rng.next() - 0.5)));
     const ref = current.logprobs.map((row) => row.map((v) => v + 0.3 * (rng.next() - 0.5)));
-    const [micro] = trainer.microBatches(sequences, 'test');
+    const [micro] = microBatches(trainer.model, Number.MAX_SAFE_INTEGER, sequences, 'test');
     const members = new Set(sequences.map((_, index) => index));
     const mask = sequences.map((s) => s.completionIds.map(() => 1));
     const entropyCoefficient = 0.05;
     let core: ReturnType<typeof policyLoss> | undefined;
-    const accumulated = trainer.accumulateGradients([micro!], members, mask, (_rows, lp, en) => {
-      core = policyLoss({
-        logprobs: lp,
-        oldLogprobs: old,
-        advantages,
-        refLogprobs: ref,
-        klCoefficient: 0.1,
-        entropies: en,
-        entropyCoefficient,
-        aggregation: 'token-mean',
-      });
-      const tokens = lp.reduce((sum, row) => sum + row.length, 0);
-      return {
-        loss: core.loss,
-        gradLogprobs: core.gradLogprobs,
-        gradEntropy: lp.map((row) => row.map(() => -entropyCoefficient / tokens)),
-        result: core,
-      };
-    });
+    const accumulated = accumulateGradients(
+      trainer.model,
+      [micro!],
+      members,
+      mask,
+      (_rows, lp, en) => {
+        core = policyLoss({
+          logprobs: lp,
+          oldLogprobs: old,
+          advantages,
+          refLogprobs: ref,
+          klCoefficient: 0.1,
+          entropies: en,
+          entropyCoefficient,
+          aggregation: 'token-mean',
+        });
+        const tokens = lp.reduce((sum, row) => sum + row.length, 0);
+        return {
+          loss: core.loss,
+          gradLogprobs: core.gradLogprobs,
+          gradEntropy: lp.map((row) => row.map(() => -entropyCoefficient / tokens)),
+          result: core,
+        };
+      },
+    );
     // Autodiff of Σ g_t · logp_t + Σ e_t · H_t with g from core.
     const model = trainer.model;
     const names = model.parameterNames;
@@ -196,7 +203,7 @@ describe('PolicyTrainer (cpu)', () => {
         schedule: { learningRate: 1e-2 },
         optimizer: { weightDecay: 0.1 },
         microBatchSize,
-        grpo: { aggregation, klCoefficient: 0.02 },
+        grpo: { lossAggregation: aggregation, beta: 0.02 },
       });
       const whole = await makeTrainer(options(6));
       const split = await makeTrainer(options(4));
@@ -227,7 +234,7 @@ describe('PolicyTrainer (cpu)', () => {
     const options: PolicyTrainerOptions = {
       schedule: { learningRate: 5e-2 },
       maxGradNorm: 0,
-      grpo: { epsilonLow: 0.2 },
+      grpo: { epsilonLow: 0.2, lossAggregation: 'seq-mean-token-mean' },
     };
     const twice = await makeTrainer(options);
     const once = await makeTrainer(options);
@@ -248,9 +255,9 @@ describe('PolicyTrainer (cpu)', () => {
   });
 
   it('should not keep a reference model when β = 0', async () => {
-    const trainer = await makeTrainer({ grpo: { klCoefficient: 0 } });
+    const trainer = await makeTrainer({ grpo: { beta: 0 } });
     expect(trainer.reference).toBeUndefined();
-    const withKl = await makeTrainer({ grpo: { klCoefficient: 0.1 } });
+    const withKl = await makeTrainer({ grpo: { beta: 0.1 } });
     expect(withKl.reference).toBeDefined();
     for (const t of [trainer, withKl]) {
       t.dispose();
@@ -318,6 +325,7 @@ describe('PolicyTrainer (cpu)', () => {
     const sequences: TokenSequence[] = [{ promptIds: [1], completionIds: [2, 3] }];
     const strict = await createPolicyTrainer(
       await createLlamaModel(broken, { checkFinite: false }),
+      { onNonFinite: 'error' },
     );
     expect(() => strict.grpoStep({ sequences, advantages: [1] })).toThrow(NonFiniteError);
     const lenient = await createPolicyTrainer(

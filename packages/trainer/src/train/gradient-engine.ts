@@ -1,0 +1,244 @@
+import { ErrorCode, InvalidArgumentError, type policyLoss, RlvrError } from '@rlvr/core';
+import * as tf from '@tensorflow/tfjs-core';
+import type { LlamaModel } from '../model/llama-model.js';
+import { logitsGradient, tokenStats } from '../model/token-stats.js';
+import type { AdamW } from '../optim/adamw.js';
+import { buildTokenBatch, type TokenBatch, type TokenSequence } from './batch.js';
+import { type Accumulated, addLossMetrics, emptySums } from './step-metrics.js';
+import type { SftStepOptions } from './trainer-types.js';
+
+/** Per sequence, per completion token. @internal */
+export type Ragged = number[][];
+
+/** A group of sequences laid out as one model input. @internal */
+export type MicroBatch = { indices: number[]; batch: TokenBatch };
+
+/** Per micro-batch: the loss and d loss / d logprob (and / d entropy) per token. @internal */
+export type LossFunction = (
+  rows: number[],
+  logprobs: Ragged,
+  entropies: Ragged,
+) => {
+  loss: number;
+  gradLogprobs: Ragged;
+  gradEntropy: Ragged | undefined;
+  result: ReturnType<typeof policyLoss> | undefined;
+};
+
+/** Turns one micro-batch's logits `[rows·T, vocab]` into d loss / d logits (inside `tf.tidy`). */
+export type LogitsGradientFunction = (
+  logits: tf.Tensor2D,
+  batch: TokenBatch,
+  local: { sequence: number; position: number }[],
+) => tf.Tensor2D;
+
+/**
+ * Splits `sequences` into micro-batches of at most `microBatchSize` sequences, each laid out for
+ * the model (optionally packed). @internal
+ */
+export function microBatches(
+  model: LlamaModel,
+  microBatchSize: number,
+  sequences: readonly TokenSequence[],
+  functionName: string,
+  layout?: SftStepOptions,
+): MicroBatch[] {
+  if (!Array.isArray(sequences) || sequences.length === 0) {
+    throw new InvalidArgumentError({
+      parameter: 'sequences',
+      functionName,
+      value: sequences,
+      expected: 'a non-empty array of { promptIds, completionIds }',
+    });
+  }
+  const config = model.config;
+  const batches: MicroBatch[] = [];
+  for (let start = 0; start < sequences.length; start += microBatchSize) {
+    const end = Math.min(sequences.length, start + microBatchSize);
+    const indices = Array.from({ length: end - start }, (_, offset) => start + offset);
+    batches.push({
+      indices,
+      batch: buildTokenBatch(
+        indices.map((index) => sequences[index]!),
+        {
+          functionName,
+          vocabSize: config.vocab_size,
+          maxLength: config.max_position_embeddings,
+          pack: layout?.pack ?? false,
+          ...(layout?.rowLength === undefined ? {} : { rowLength: layout.rowLength }),
+        },
+      ),
+    });
+  }
+  return batches;
+}
+
+/**
+ * Logprobs and entropies of `log softmax(logits / temperature)` at every completion token, without
+ * a backward pass. Non-finite values are returned as they are. @internal
+ */
+export function forwardLogprobs(
+  model: LlamaModel,
+  micro: MicroBatch[],
+  count: number,
+  temperature: number,
+): { logprobs: Ragged; entropies: Ragged } {
+  const logprobs: Ragged = new Array(count);
+  const entropies: Ragged = new Array(count);
+  for (const { indices, batch } of micro) {
+    const [lp, en] = tf.tidy(() => {
+      const { logits } = model.forwardWithCache(batch.input, false);
+      const stats = tokenStats(logits, batch.targets, temperature);
+      return [stats.logprobs, stats.entropy];
+    });
+    const lpData = lp!.dataSync() as Float32Array;
+    const enData = en!.dataSync() as Float32Array;
+    lp!.dispose();
+    en!.dispose();
+    indices.forEach((sequence, position) => {
+      const slots = batch.slots[position]!;
+      logprobs[sequence] = Array.from(slots, (slot) => lpData[slot]!);
+      entropies[sequence] = Array.from(slots, (slot) => enData[slot]!);
+    });
+  }
+  return { logprobs, entropies };
+}
+
+/** `[sequence, token]` of the first NaN/±Infinity in `rows`, or undefined. @internal */
+export function firstNonFinite(rows: Ragged): [number, number] | undefined {
+  for (let row = 0; row < rows.length; row++) {
+    const values = rows[row]!;
+    for (let column = 0; column < values.length; column++) {
+      if (!Number.isFinite(values[column]!)) return [row, column];
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Forward + backward over the micro-batches holding `members`: `dLogitsOf` turns each
+ * micro-batch's logits into d loss / d logits; the parameter gradients are summed over
+ * micro-batches (caller disposes). @internal
+ */
+export function backpropagate(
+  model: LlamaModel,
+  micro: MicroBatch[],
+  members: ReadonlySet<number>,
+  dLogitsOf: LogitsGradientFunction,
+): Map<string, tf.Tensor> {
+  let accumulated: Map<string, tf.Tensor> | undefined;
+  try {
+    for (const { indices, batch } of micro) {
+      const local = indices
+        .map((sequence, position) => ({ sequence, position }))
+        .filter(({ sequence }) => members.has(sequence));
+      if (local.length === 0) continue;
+      const grads = tf.tidy(() => {
+        const { logits, cache } = model.forwardWithCache(batch.input, true);
+        const dLogits = dLogitsOf(logits, batch, local);
+        const partial = model.backward(batch.input, cache, dLogits);
+        const summed: Record<string, tf.Tensor> = {};
+        for (const [name, grad] of partial) {
+          summed[name] = accumulated ? tf.add(accumulated.get(name)!, grad) : grad;
+        }
+        return summed;
+      });
+      if (accumulated) for (const tensor of accumulated.values()) tensor.dispose();
+      accumulated = new Map(Object.entries(grads));
+    }
+  } catch (error) {
+    if (accumulated) for (const tensor of accumulated.values()) tensor.dispose();
+    if (RlvrError.isInstance(error)) throw error;
+    throw new RlvrError(ErrorCode.INVALID_ARGUMENT, 'The tfjs training step failed', {
+      cause: error,
+    });
+  }
+  if (accumulated === undefined) {
+    throw new InvalidArgumentError({
+      parameter: 'sequences',
+      functionName: 'PolicyTrainer',
+      value: members.size,
+      expected: 'a non-empty mini-batch',
+    });
+  }
+  return accumulated;
+}
+
+/**
+ * Forward + loss + backward of a per-token loss (`lossOf` gets the logprobs and entropies of
+ * `softmax(logits / temperature)`) over the micro-batches holding `members`; returns the summed
+ * gradients (caller disposes) and the loss metrics. @internal
+ */
+export function accumulateGradients(
+  model: LlamaModel,
+  micro: MicroBatch[],
+  members: ReadonlySet<number>,
+  mask: Ragged,
+  lossOf: LossFunction,
+  temperature = 1,
+): Accumulated {
+  const totals = {
+    loss: 0,
+    policyOnly: 0,
+    sums: emptySums(),
+    ratioMin: Infinity,
+    ratioMax: -Infinity,
+  };
+  let tokens = 0;
+  const grads = backpropagate(model, micro, members, (logits, batch, local) => {
+    const stats = tokenStats(logits, batch.targets, temperature);
+    const lpData = stats.logprobs.dataSync() as Float32Array;
+    const enData = stats.entropy.dataSync() as Float32Array;
+    const rows = local.map(({ sequence }) => sequence);
+    const slots = local.map(({ position }) => batch.slots[position]!);
+    const current = slots.map((row) => Array.from(row, (slot) => lpData[slot]!));
+    const entropies = slots.map((row) => Array.from(row, (slot) => enData[slot]!));
+    const out = lossOf(rows, current, entropies);
+    totals.loss += out.loss;
+    if (out.result) addLossMetrics(totals, out.result);
+    for (const row of rows) tokens += mask[row]!.reduce((a, b) => a + b, 0);
+    const size = batch.input.batchSize * batch.input.seqLen;
+    const gradLogprobs = new Float32Array(size);
+    const gradEntropy = out.gradEntropy ? new Float32Array(size) : null;
+    slots.forEach((row, r) => {
+      row.forEach((slot, j) => {
+        gradLogprobs[slot] = out.gradLogprobs[r]![j]!;
+        if (gradEntropy) gradEntropy[slot] = out.gradEntropy![r]![j]!;
+      });
+    });
+    return logitsGradient(stats, gradLogprobs, gradEntropy);
+  });
+  return { grads, ...totals, tokens };
+}
+
+/**
+ * Global-norm clipping and one AdamW update from `grads` (disposed here). Returns the norm before
+ * clipping; with a non-finite `loss` or norm nothing is applied (`applied: false`). @internal
+ */
+export function clipAndApply(
+  model: LlamaModel,
+  optimizer: AdamW,
+  grads: Map<string, tf.Tensor>,
+  settings: { loss: number; learningRate: number; maxGradNorm: number },
+): { gradNorm: number; applied: boolean } {
+  const normTensor = tf.tidy(() =>
+    tf.sqrt(tf.addN([...grads.values()].map((grad) => tf.sum(tf.square(grad))))),
+  );
+  const gradNorm = normTensor.dataSync()[0]!;
+  normTensor.dispose();
+  if (!Number.isFinite(settings.loss) || !Number.isFinite(gradNorm)) {
+    for (const tensor of grads.values()) tensor.dispose();
+    return { gradNorm, applied: false };
+  }
+  const { maxGradNorm } = settings;
+  const clip = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / (gradNorm + 1e-6) : 1;
+  const clipped =
+    clip === 1
+      ? grads
+      : new Map([...grads].map(([name, grad]) => [name, tf.mul(grad, clip)] as const));
+  const next = optimizer.apply(model.params, clipped, settings.learningRate);
+  model.replaceParams(next);
+  for (const tensor of grads.values()) tensor.dispose();
+  if (clipped !== grads) for (const tensor of clipped.values()) tensor.dispose();
+  return { gradNorm, applied: true };
+}

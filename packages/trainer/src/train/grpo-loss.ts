@@ -1,0 +1,237 @@
+import {
+  aggregationWeights,
+  InvalidArgumentError,
+  type MismatchMetrics,
+  mismatchCorrection,
+  NonFiniteError,
+  policyLoss,
+  validateFiniteArray,
+  validateInteger,
+  validateOptions,
+  validateRagged,
+} from '@rlvr/core';
+import type { LlamaModel } from '../model/llama-model.js';
+import type { TokenSequence } from './batch.js';
+import {
+  firstNonFinite,
+  forwardLogprobs,
+  type LossFunction,
+  type MicroBatch,
+  type Ragged,
+} from './gradient-engine.js';
+import type { ResolvedGrpoLoss } from './trainer-options.js';
+import type { GrpoBatch, GrpoStepOptions } from './trainer-types.js';
+
+const STEP_OPTION_KEYS = ['numIterations', 'miniBatchSize'] as const;
+
+/** A validated {@link GrpoBatch} with its step options. @internal */
+export type GrpoInput = {
+  sequences: readonly TokenSequence[];
+  count: number;
+  advantages: number[];
+  mask: Ragged;
+  behaviour: readonly ArrayLike<number>[] | undefined;
+  numIterations: number;
+  miniBatchSize: number;
+};
+
+/** Validates a GRPO batch and the step options against the loss settings. @internal */
+export function validateGrpoInput(
+  batch: GrpoBatch,
+  options: unknown,
+  config: ResolvedGrpoLoss,
+  functionName: string,
+): GrpoInput {
+  const opts = validateOptions<GrpoStepOptions>(options, {
+    parameter: 'options',
+    functionName,
+    known: STEP_OPTION_KEYS,
+  });
+  if (batch === null || typeof batch !== 'object') {
+    throw new InvalidArgumentError({
+      parameter: 'batch',
+      functionName,
+      value: batch,
+      expected: 'a GrpoBatch { sequences, advantages }',
+    });
+  }
+  validateOptions(batch, {
+    parameter: 'batch',
+    functionName,
+    known: ['sequences', 'advantages', 'mask', 'behaviourLogprobs'],
+  });
+  const { sequences } = batch;
+  const count = Array.isArray(sequences) ? sequences.length : 0;
+  const numIterations = validateInteger(opts.numIterations ?? 1, {
+    parameter: 'options.numIterations',
+    functionName,
+    min: 1,
+  });
+  const miniBatchSize = validateInteger(opts.miniBatchSize ?? Math.max(count, 1), {
+    parameter: 'options.miniBatchSize',
+    functionName,
+    min: 1,
+  });
+  return {
+    sequences,
+    count,
+    numIterations,
+    miniBatchSize,
+    ...validateBatchArrays(batch, count, config, functionName),
+  };
+}
+
+function validateBatchArrays(
+  batch: GrpoBatch,
+  count: number,
+  config: ResolvedGrpoLoss,
+  functionName: string,
+): Pick<GrpoInput, 'advantages' | 'mask' | 'behaviour'> {
+  if (!Array.isArray(batch.sequences)) return { advantages: [], mask: [], behaviour: undefined };
+  const completionShape = batch.sequences.map((sequence) => sequence.completionIds as number[]);
+  const advantages = Array.from(
+    validateFiniteArray(batch.advantages, {
+      parameter: 'batch.advantages',
+      functionName,
+      length: count,
+    }),
+  );
+  const shape = { functionName, shapeOf: completionShape, shapeName: 'completionIds' };
+  const mask: Ragged =
+    batch.mask === undefined
+      ? completionShape.map((row) => new Array<number>(row.length).fill(1))
+      : validateRagged(batch.mask, { parameter: 'batch.mask', ...shape }).map((row) =>
+          Array.from(row),
+        );
+  if (config.mismatch && batch.behaviourLogprobs === undefined) {
+    throw new InvalidArgumentError({
+      parameter: 'batch.behaviourLogprobs',
+      functionName,
+      value: undefined,
+      expected: 'the sampler logprobs when the mismatch correction is configured',
+    });
+  }
+  const behaviour =
+    batch.behaviourLogprobs === undefined
+      ? undefined
+      : validateRagged(batch.behaviourLogprobs, { parameter: 'batch.behaviourLogprobs', ...shape });
+  return { advantages, mask, behaviour };
+}
+
+/** What every optimizer step of a GRPO call shares: π_old, the reference and the correction. */
+export type GrpoPrepared = {
+  old: Ragged | undefined;
+  reference: Ragged | undefined;
+  mask: Ragged;
+  importanceWeights: Ragged | undefined;
+  mismatch: MismatchMetrics | undefined;
+};
+
+/**
+ * π_old (when needed), the reference logprobs (β > 0) and the mismatch correction, all at the
+ * loss temperature. @throws {NonFiniteError} when π_old or the reference logprobs are not finite.
+ * @internal
+ */
+export function prepareGrpo(
+  model: LlamaModel,
+  reference: LlamaModel | undefined,
+  micro: MicroBatch[],
+  input: GrpoInput,
+  config: ResolvedGrpoLoss,
+  functionName: string,
+): GrpoPrepared {
+  const { count, numIterations, miniBatchSize } = input;
+  const needOld = numIterations > 1 || miniBatchSize < count || config.mismatch !== undefined;
+  const logprobsOf = (which: LlamaModel, parameter: string) => {
+    const { logprobs } = forwardLogprobs(which, micro, count, config.temperature);
+    const bad = firstNonFinite(logprobs);
+    if (bad) {
+      const value = logprobs[bad[0]]![bad[1]]!;
+      throw new NonFiniteError({ parameter, functionName, index: bad, value });
+    }
+    return logprobs;
+  };
+  const old = needOld ? logprobsOf(model, 'old logprobs (π_old)') : undefined;
+  const refLogprobs = reference && logprobsOf(reference, 'reference logprobs');
+  if (!(config.mismatch && input.behaviour && old)) {
+    return {
+      old,
+      reference: refLogprobs,
+      mask: input.mask,
+      importanceWeights: undefined,
+      mismatch: undefined,
+    };
+  }
+  const correction = mismatchCorrection({
+    trainerLogprobs: old,
+    behaviourLogprobs: input.behaviour,
+    mask: input.mask,
+    ...config.mismatch,
+  });
+  return {
+    old,
+    reference: refLogprobs,
+    mask: correction.mask,
+    importanceWeights: correction.weights,
+    mismatch: correction.metrics,
+  };
+}
+
+/** Token and sequence counts of the mini-batch `members` (the aggregation's global counts). */
+function globalCounts(mask: Ragged, members: ReadonlySet<number>, normalizer: number | undefined) {
+  let tokenCount = 0;
+  let sequenceCount = 0;
+  for (const index of members) {
+    const sum = mask[index]!.reduce((a, b) => a + b, 0);
+    tokenCount += sum;
+    if (sum > 0) sequenceCount += 1;
+  }
+  return {
+    tokenCount: Math.max(tokenCount, 1e-12),
+    sequenceCount: Math.max(sequenceCount, 1e-12),
+    ...(normalizer === undefined ? {} : { normalizer }),
+  };
+}
+
+/**
+ * The per-micro-batch GRPO loss of one mini-batch: core's `policyLoss` with the mini-batch's
+ * global counts, plus the entropy bonus's d loss / d entropy. @internal
+ */
+export function grpoLossFunction(
+  config: ResolvedGrpoLoss,
+  advantages: readonly number[],
+  prepared: GrpoPrepared,
+  members: ReadonlySet<number>,
+): LossFunction {
+  const { mask, old, reference, importanceWeights } = prepared;
+  const counts = globalCounts(mask, members, config.normalizer);
+  return (rows, current, entropies) => {
+    const pick = <T>(all: T[] | undefined) => all && rows.map((row) => all[row]!);
+    const rowMask = pick(mask)!;
+    const result = policyLoss({
+      logprobs: current,
+      oldLogprobs: pick(old) ?? current,
+      advantages: rows.map((row) => advantages[row]!),
+      mask: rowMask,
+      ratioLevel: config.ratioLevel,
+      epsilonLow: config.epsilonLow,
+      epsilonHigh: config.epsilonHigh,
+      dualClip: config.dualClip,
+      delta: config.delta,
+      refLogprobs: pick(reference),
+      klCoefficient: config.beta,
+      klEstimator: config.klEstimator,
+      entropies,
+      entropyCoefficient: config.entropyCoefficient,
+      importanceWeights: pick(importanceWeights),
+      aggregation: config.lossAggregation,
+      aggregationOptions: counts,
+    });
+    let gradEntropy: Ragged | undefined;
+    if (config.entropyCoefficient !== 0) {
+      const weights = aggregationWeights(rowMask, config.lossAggregation, counts);
+      gradEntropy = weights.map((row) => row.map((w) => -config.entropyCoefficient * w));
+    }
+    return { loss: result.loss, gradLogprobs: result.gradLogprobs, gradEntropy, result };
+  };
+}

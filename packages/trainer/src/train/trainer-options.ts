@@ -1,0 +1,353 @@
+import {
+  InvalidArgumentError,
+  type KlEstimator,
+  type LossAggregation,
+  type MismatchMode,
+  mismatchCorrection,
+  policyLoss,
+  type RatioLevel,
+  rejectIneffective,
+  validateInteger,
+  validateNumber,
+  validateOneOf,
+  validateOptions,
+} from '@rlvr/core';
+import type { Checkpoint } from '@rlvr/model';
+import { TRAINER_DEFAULTS } from '../defaults.js';
+import type { AdamWOptions } from '../optim/adamw.js';
+import { type LearningRateSchedule, validateSchedule } from '../optim/schedule.js';
+
+/** The GRPO/PPO loss settings (the fields of @rlvr/core's `policyLoss`, TRL names in brackets). */
+export type GrpoLossConfig = {
+  /**
+   * Sampling temperature T (default 1) [`temperature`]: every GRPO logprob (policy, π_old,
+   * reference) and entropy is `log softmax(logits / T)` over the whole vocabulary, so the ratio
+   * is on-policy for a sampler drawing at T.
+   */
+  temperature?: number;
+  /** Default `token`; `sequence` is GSPO [`importance_sampling_level`]. */
+  ratioLevel?: RatioLevel;
+  /** ε_low (default 0.2) [`epsilon`]. */
+  epsilonLow?: number;
+  /** ε_high (default ε_low; DAPO 0.28) [`epsilon_high`]. */
+  epsilonHigh?: number;
+  /** Dual-clip constant c > 1. */
+  dualClip?: number;
+  /** Two-sided clip δ > 1 + ε_high [`delta`]. */
+  delta?: number;
+  /** β: KL coefficient to the reference policy (default 0: no reference model is created) [`beta`]. */
+  beta?: number;
+  /** KL estimator when β > 0 (default `k3`). */
+  klEstimator?: KlEstimator;
+  /** η: entropy bonus weight (default 0). */
+  entropyCoefficient?: number;
+  /** Loss aggregation (default `token-mean`, TRL's `dapo`) [`loss_type`]. */
+  lossAggregation?: LossAggregation;
+  /** Constant normalizer of `seq-mean-token-sum-norm` (e.g. maxNewTokens); only with that mode. */
+  normalizer?: number;
+  /**
+   * Rollout↔trainer mismatch correction (TRL `vllm_importance_sampling_*`); needs
+   * `behaviourLogprobs` in the batch. Default: off. `lowerThreshold` only with the mask modes.
+   */
+  mismatch?: { mode?: MismatchMode; cap?: number; lowerThreshold?: number };
+};
+
+/** Options of {@link createPolicyTrainer}; defaults are {@link TRAINER_DEFAULTS}. */
+export type PolicyTrainerOptions = {
+  /** Learning rate and its schedule (default: constant 1e-6, no warm-up) [`learning_rate`]. */
+  schedule?: LearningRateSchedule;
+  /** AdamW settings. */
+  optimizer?: AdamWOptions;
+  /** Clip gradients to this global L2 norm (default 1; 0 disables clipping) [`max_grad_norm`]. */
+  maxGradNorm?: number;
+  /** Sequences per forward/backward pass; gradients accumulate (default: all at once). */
+  microBatchSize?: number;
+  /**
+   * NaN/Inf loss, gradients or logprobs: skip the update and count it (`skip`, default) or throw
+   * a `NonFiniteError` (`error`).
+   */
+  onNonFinite?: 'error' | 'skip';
+  /**
+   * With `onNonFinite: 'skip'`: this many skipped updates in a row throw a `TrainingStalledError`
+   * (default 3; 0 never stops). An applied update resets the count.
+   */
+  maxConsecutiveSkips?: number;
+  /** GRPO loss settings. */
+  grpo?: GrpoLossConfig;
+  /**
+   * Weights of the frozen reference policy when `grpo.beta` > 0 (default: a copy of the model's
+   * current weights). Pass the saved reference when resuming a run.
+   */
+  referenceCheckpoint?: Checkpoint;
+};
+
+/** {@link GrpoLossConfig} with its defaults filled in. @internal */
+export type ResolvedGrpoLoss = Required<
+  Pick<
+    GrpoLossConfig,
+    | 'temperature'
+    | 'ratioLevel'
+    | 'epsilonLow'
+    | 'epsilonHigh'
+    | 'beta'
+    | 'klEstimator'
+    | 'entropyCoefficient'
+    | 'lossAggregation'
+  >
+> &
+  Pick<GrpoLossConfig, 'dualClip' | 'delta' | 'normalizer' | 'mismatch'>;
+
+/** Validated {@link PolicyTrainerOptions}. @internal */
+export type ResolvedTrainerOptions = {
+  schedule: LearningRateSchedule;
+  optimizer: AdamWOptions;
+  maxGradNorm: number;
+  microBatchSize: number;
+  onNonFinite: 'error' | 'skip';
+  maxConsecutiveSkips: number;
+  grpo: ResolvedGrpoLoss;
+  referenceCheckpoint: Checkpoint | undefined;
+};
+
+const OPTION_KEYS = [
+  'schedule',
+  'optimizer',
+  'maxGradNorm',
+  'microBatchSize',
+  'onNonFinite',
+  'maxConsecutiveSkips',
+  'grpo',
+  'referenceCheckpoint',
+] as const;
+const GRPO_KEYS = [
+  'temperature',
+  'ratioLevel',
+  'epsilonLow',
+  'epsilonHigh',
+  'dualClip',
+  'delta',
+  'beta',
+  'klEstimator',
+  'entropyCoefficient',
+  'lossAggregation',
+  'normalizer',
+  'mismatch',
+] as const;
+const OPTIMIZER_KEYS = ['betas', 'epsilon', 'weightDecay'] as const;
+const MISMATCH_KEYS = ['mode', 'cap', 'lowerThreshold'] as const;
+/** Old names, for the "did you mean" hint only (never accepted). */
+const GRPO_ALIASES = { klCoefficient: 'beta', aggregation: 'lossAggregation' } as const;
+
+/** Validates a temperature T > 0 (finite). @internal */
+export function validateTemperature(value: unknown, parameter: string, functionName: string) {
+  return validateNumber(value, { parameter, functionName, min: 0, exclusiveMin: true });
+}
+
+/** Validates {@link PolicyTrainerOptions} and fills the defaults. @internal */
+export function resolveTrainerOptions(
+  options: unknown,
+  functionName: string,
+): ResolvedTrainerOptions {
+  const opts = validateOptions<PolicyTrainerOptions>(options, {
+    parameter: 'options',
+    functionName,
+    known: OPTION_KEYS,
+  });
+  const schedule = opts.schedule ?? { learningRate: TRAINER_DEFAULTS.learningRate };
+  validateSchedule(schedule, functionName, 'options.schedule');
+  const maxGradNorm = validateNumber(opts.maxGradNorm ?? TRAINER_DEFAULTS.maxGradNorm, {
+    parameter: 'options.maxGradNorm',
+    functionName,
+    min: 0,
+  });
+  const microBatchSize = validateInteger(opts.microBatchSize ?? Number.MAX_SAFE_INTEGER, {
+    parameter: 'options.microBatchSize',
+    functionName,
+    min: 1,
+  });
+  const onNonFinite = validateOneOf(
+    opts.onNonFinite ?? TRAINER_DEFAULTS.onNonFinite,
+    ['error', 'skip'],
+    { parameter: 'options.onNonFinite', functionName },
+  );
+  if (opts.maxConsecutiveSkips !== undefined && onNonFinite === 'error') {
+    rejectIneffective({
+      parameter: 'options.maxConsecutiveSkips',
+      value: opts.maxConsecutiveSkips,
+      because: "onNonFinite is 'error' (the first non-finite update throws; nothing is skipped)",
+      functionName,
+    });
+  }
+  const maxConsecutiveSkips = validateInteger(
+    opts.maxConsecutiveSkips ?? TRAINER_DEFAULTS.maxConsecutiveSkips,
+    { parameter: 'options.maxConsecutiveSkips', functionName, min: 0 },
+  );
+  const optimizer = resolveOptimizer(opts.optimizer, functionName);
+  const grpo = resolveGrpoLoss(opts.grpo, functionName);
+  if (opts.referenceCheckpoint !== undefined && grpo.beta === 0) {
+    rejectIneffective({
+      parameter: 'options.referenceCheckpoint',
+      value: '(a checkpoint)',
+      because: 'grpo.beta is 0 (no KL term, so no reference model is used)',
+      functionName,
+    });
+  }
+  return {
+    schedule,
+    optimizer,
+    maxGradNorm,
+    microBatchSize,
+    onNonFinite,
+    maxConsecutiveSkips,
+    grpo,
+    referenceCheckpoint: opts.referenceCheckpoint,
+  };
+}
+
+function resolveOptimizer(value: unknown, functionName: string): AdamWOptions {
+  const optimizer = validateOptions<AdamWOptions>(value, {
+    parameter: 'options.optimizer',
+    functionName,
+    known: OPTIMIZER_KEYS,
+  });
+  const betas = optimizer.betas ?? [0.9, 0.999];
+  if (!Array.isArray(betas) || betas.length !== 2) {
+    throw new InvalidArgumentError({
+      parameter: 'options.optimizer.betas',
+      functionName,
+      value: betas,
+      expected: 'a pair [β₁, β₂]',
+    });
+  }
+  betas.forEach((beta, index) => {
+    validateNumber(beta, {
+      parameter: `options.optimizer.betas[${index}]`,
+      functionName,
+      min: 0,
+      max: 1,
+      exclusiveMax: true,
+    });
+  });
+  validateNumber(optimizer.epsilon ?? 1e-8, {
+    parameter: 'options.optimizer.epsilon',
+    functionName,
+    min: 0,
+    exclusiveMin: true,
+  });
+  validateNumber(optimizer.weightDecay ?? TRAINER_DEFAULTS.weightDecay, {
+    parameter: 'options.optimizer.weightDecay',
+    functionName,
+    min: 0,
+  });
+  return optimizer;
+}
+
+function resolveGrpoLoss(value: unknown, functionName: string): ResolvedGrpoLoss {
+  const raw = validateOptions<GrpoLossConfig>(value, {
+    parameter: 'options.grpo',
+    functionName,
+    known: GRPO_KEYS,
+    aliases: GRPO_ALIASES,
+  });
+  const epsilonLow = raw.epsilonLow ?? TRAINER_DEFAULTS.epsilonLow;
+  const grpo: ResolvedGrpoLoss = {
+    ...raw,
+    temperature: validateTemperature(
+      raw.temperature ?? TRAINER_DEFAULTS.temperature,
+      'options.grpo.temperature',
+      functionName,
+    ),
+    ratioLevel: raw.ratioLevel ?? 'token',
+    epsilonLow,
+    epsilonHigh: raw.epsilonHigh ?? epsilonLow,
+    beta: raw.beta ?? TRAINER_DEFAULTS.beta,
+    klEstimator: raw.klEstimator ?? TRAINER_DEFAULTS.klEstimator,
+    entropyCoefficient: raw.entropyCoefficient ?? 0,
+    lossAggregation: raw.lossAggregation ?? TRAINER_DEFAULTS.lossAggregation,
+  };
+  if (raw.mismatch !== undefined) {
+    validateOptions(raw.mismatch, {
+      parameter: 'options.grpo.mismatch',
+      functionName,
+      known: MISMATCH_KEYS,
+    });
+  }
+  checkWithCore(grpo, functionName);
+  rejectIneffectiveLoss(raw, grpo, functionName);
+  return grpo;
+}
+
+/** Lets core validate the loss settings once, on a one-token batch. */
+function checkWithCore(grpo: ResolvedGrpoLoss, functionName: string): void {
+  try {
+    policyLoss({
+      logprobs: [[-1]],
+      oldLogprobs: [[-1]],
+      advantages: [0],
+      ratioLevel: grpo.ratioLevel,
+      epsilonLow: grpo.epsilonLow,
+      epsilonHigh: grpo.epsilonHigh,
+      dualClip: grpo.dualClip,
+      delta: grpo.delta,
+      klCoefficient: grpo.beta,
+      klEstimator: grpo.klEstimator,
+      refLogprobs: [[-1]],
+      entropies: [[0]],
+      entropyCoefficient: grpo.entropyCoefficient,
+      aggregation: grpo.lossAggregation,
+      aggregationOptions:
+        grpo.normalizer === undefined ? undefined : { normalizer: grpo.normalizer },
+    });
+    if (grpo.mismatch !== undefined) {
+      mismatchCorrection({ trainerLogprobs: [[-1]], behaviourLogprobs: [[-1]], ...grpo.mismatch });
+    }
+  } catch (error) {
+    if (InvalidArgumentError.isInstance(error)) {
+      const field = error.parameter
+        .replace(/^options\./, '')
+        .replace(/^klCoefficient$/, 'beta')
+        .replace(/^aggregation$/, 'lossAggregation');
+      const isMismatch = ['mode', 'cap', 'lowerThreshold'].includes(field);
+      throw new InvalidArgumentError({
+        parameter: `options.grpo.${isMismatch ? 'mismatch.' : ''}${field}`,
+        functionName,
+        value: error.value,
+        expected: error.message.replace(/^.*expected /, '').replace(/, got .*$/, ''),
+      });
+    }
+    throw error;
+  }
+}
+
+/** Options that do nothing in the chosen combination are errors (`INEFFECTIVE_OPTION`). */
+function rejectIneffectiveLoss(
+  raw: Partial<GrpoLossConfig>,
+  grpo: ResolvedGrpoLoss,
+  functionName: string,
+): void {
+  if (raw.normalizer !== undefined && grpo.lossAggregation !== 'seq-mean-token-sum-norm') {
+    rejectIneffective({
+      parameter: 'options.grpo.normalizer',
+      value: raw.normalizer,
+      because: `it is used only by lossAggregation 'seq-mean-token-sum-norm' (this one is '${grpo.lossAggregation}')`,
+      functionName,
+    });
+  }
+  if (raw.klEstimator !== undefined && grpo.beta === 0) {
+    rejectIneffective({
+      parameter: 'options.grpo.klEstimator',
+      value: raw.klEstimator,
+      because: 'grpo.beta is 0 (no KL term)',
+      functionName,
+    });
+  }
+  const mode = grpo.mismatch?.mode ?? 'token-truncate';
+  if (grpo.mismatch?.lowerThreshold !== undefined && !mode.endsWith('-mask')) {
+    rejectIneffective({
+      parameter: 'options.grpo.mismatch.lowerThreshold',
+      value: grpo.mismatch.lowerThreshold,
+      because: `only the mask modes reject low ratios (mode is '${mode}')`,
+      functionName,
+    });
+  }
+}
