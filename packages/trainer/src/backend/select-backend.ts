@@ -55,6 +55,7 @@ export async function selectBackend(options?: SelectBackendOptions): Promise<Sel
   const opts = validateOptions<SelectBackendOptions>(options, {
     parameter: 'options',
     functionName,
+    known: ['candidates'],
   });
   const candidates: readonly BackendName[] = opts.candidates ?? BACKEND_NAMES;
   if (!Array.isArray(candidates) || candidates.length === 0) {

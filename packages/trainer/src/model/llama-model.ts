@@ -4,6 +4,7 @@ import {
   type NamedTensor,
   RlvrError,
   ShapeMismatchError,
+  validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
 import { type Checkpoint, type LlamaConfig, parseLlamaConfig } from '@rlvr/model';
@@ -494,7 +495,12 @@ export async function createLlamaModel(
       expected: 'a Checkpoint ({ config, tensors })',
     });
   }
-  const checkFinite = options?.checkFinite ?? true;
+  const opts = validateOptions<CreateLlamaModelOptions>(options, {
+    parameter: 'options',
+    functionName,
+    known: ['checkFinite'],
+  });
+  const checkFinite = opts.checkFinite ?? true;
   const config = parseLlamaConfig(checkpoint.config);
   await tf.ready();
   const backend = activeBackend();

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, ShapeMismatchError } from '@rlvr/core';
+import { assertKnownKeys, InvalidArgumentError, ShapeMismatchError } from '@rlvr/core';
 
 /**
  * Token rows for the model, all of one length T. Rows may be right- or left-padded
@@ -105,6 +105,11 @@ export function prepareInput(
       expected: 'an object with inputIds',
     });
   }
+  assertKnownKeys(input, {
+    parameter: 'input',
+    functionName,
+    known: ['inputIds', 'attentionMask', 'segmentIds', 'positionIds'],
+  });
   const rows = input.inputIds;
   if (
     !Array.isArray(rows) ||
