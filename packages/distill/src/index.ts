@@ -27,10 +27,11 @@ export type { DistillCheckpoint } from './train/distill-checkpoint.js';
 export { loadDistillCheckpoint, saveDistillCheckpoint } from './train/distill-checkpoint.js';
 export type {
   DistillLoss,
+  DistillPosition,
   DistillStepRecord,
   DistillStudentOptions,
   DistillStudentResult,
-} from './train/distill-student.js';
+} from './train/distill-options.js';
 export { distillStudent } from './train/distill-student.js';
 export { assertSharedTokenizer } from './train/shared-tokenizer.js';
 export type { TeacherLogits } from './train/teacher.js';

@@ -103,4 +103,13 @@ describe('filterTraces', () => {
     expect(() => filterTraces(traces, { prefer: 'longest' as 'first' })).toThrow(/options.prefer/);
     expect(() => filterTraces(traces, { dedupeThreshold: 0 })).toThrow(/options.dedupeThreshold/);
   });
+
+  it('should reject unknown and ineffective options naming the closest valid one', () => {
+    expect(() => filterTraces([], { max_per_prompt: 2 } as never)).toThrow(
+      /'options\.max_per_prompt'.*did you mean 'maxPerPrompt'\?/,
+    );
+    expect(() => filterTraces([], { dedupe: 0.5 } as never)).toThrow(/UNKNOWN|did you mean/);
+    expect(() => filterTraces([], { seed: 3 })).toThrow(/options\.seed.*no effect/);
+    expect(filterTraces([], { seed: 3, prefer: 'random' }).kept).toEqual([]);
+  });
 });

@@ -1,6 +1,7 @@
 import {
   createRng,
   InvalidArgumentError,
+  rejectIneffective,
   validateInteger,
   validateNumber,
   validateOneOf,
@@ -83,6 +84,7 @@ export function filterTraces(
   const raw = validateOptions<FilterTracesOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ['maxPerPrompt', 'prefer', 'seed', 'maxTokens', 'dropTruncated', 'dedupeThreshold'],
   });
   if (!Array.isArray(traces)) {
     throw new InvalidArgumentError({
@@ -122,6 +124,14 @@ export function filterTraces(
           max: 1,
           exclusiveMin: true,
         });
+  if (raw.seed !== undefined && prefer !== 'random') {
+    rejectIneffective({
+      parameter: 'options.seed',
+      value: raw.seed,
+      because: `options.prefer is '${prefer}' (the seed only orders prefer: 'random')`,
+      functionName: FN,
+    });
+  }
   const dropTruncated = raw.dropTruncated ?? true;
   const rng = createRng(raw.seed ?? 0);
 

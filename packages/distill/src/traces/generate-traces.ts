@@ -2,23 +2,14 @@ import { existsSync } from 'node:fs';
 import { appendFile, mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
-  assertSampler,
   type Completion,
   createRng,
   InvalidArgumentError,
   isAbortedGroup,
-  type NamedTensor,
   OverwriteRefusedError,
   ResumeMismatchError,
-  type RewardFunction,
   RlvrError,
-  rejectIneffective,
-  type SampleRequest,
-  type Sampler,
   throwIfAborted,
-  validateInteger,
-  validateNumber,
-  validateOptions,
 } from '@rlvr/core';
 import cliProgress from 'cli-progress';
 import {
@@ -31,9 +22,7 @@ import {
   makeHeader,
   parseTracesFile,
   settingsDifferences,
-  type TraceSettings,
   type TracesHeader,
-  teacherWeightsHash,
 } from './trace-file.js';
 import type { PromptRecord, TraceRecord } from './trace-record.js';
 

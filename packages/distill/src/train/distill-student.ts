@@ -1,105 +1,45 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import {
-  AbortedError,
-  assertSampler,
   createRng,
+  diffSettings,
+  hashFloat32,
   InvalidArgumentError,
-  type Sampler,
-  validateInteger,
-  validateNumber,
-  validateOneOf,
-  validateOptions,
+  isAbortedGroup,
+  OverwriteRefusedError,
+  ResumeMismatchError,
+  throwIfAborted,
 } from '@rlvr/core';
-import type { LogitsRow, PolicyTrainer, TokenSequence } from '@rlvr/trainer';
+import type { LogitsRow, TokenSequence } from '@rlvr/trainer';
 import cliProgress from 'cli-progress';
-import type { DistillDivergence, TopKLogprobs } from '../losses/divergences.js';
+import type { TopKLogprobs } from '../losses/divergences.js';
 import { distillationLossAndGradient } from '../losses/gradients.js';
 import type { TraceRecord } from '../traces/trace-record.js';
-import { saveDistillCheckpoint } from './distill-checkpoint.js';
-import { type TeacherLogits, toSequence } from './teacher.js';
+import {
+  inspectCheckpointFolder,
+  loadDistillCheckpoint,
+  saveDistillCheckpoint,
+} from './distill-checkpoint.js';
+import {
+  type DistillLoss,
+  type DistillPosition,
+  type DistillStepRecord,
+  type DistillStudentOptions,
+  type DistillStudentResult,
+  distillSettings,
+  FN,
+  type ValidatedDistill,
+  validateDistillOptions,
+} from './distill-options.js';
+import { toSequence } from './teacher.js';
 
-/** How the student learns from the teacher. */
-export type DistillLoss =
-  /** SFT: cross-entropy on the teacher's completion tokens (completion-only loss). */
-  | { type: 'sft' }
-  /**
-   * Logit distillation: a divergence between the teacher's and the student's next-token
-   * distributions at every completion position (token mean), optionally mixed with SFT.
-   */
-  | {
-      type: 'logits';
-      divergence: DistillDivergence;
-      /** JSD β (see `generalizedJsd`). Default 0.5. */
-      beta?: number;
-      /** Softmax temperature for both sides. Default 1. */
-      temperature?: number;
-      /** Teacher logits on demand; without it, the traces' cached `topLogprobs` are used. */
-      teacher?: TeacherLogits;
-      /** Weight of an added cross-entropy term on the completion tokens. Default 0. */
-      sftWeight?: number;
-    };
-
-/** Options of {@link distillStudent}. */
-export type DistillStudentOptions = {
-  /** A `PolicyTrainer` wrapping the student model (it owns the optimizer and schedule). */
-  trainer: PolicyTrainer;
-  /** The verified traces to learn from (e.g. `filterTraces(...).kept`). */
-  traces: readonly TraceRecord[];
-  /** Encodes a prompt for traces without recorded `promptTokenIds` (shared tokenizer). */
-  encodePrompt?: (prompt: string) => number[];
-  /** Default `{ type: 'sft' }`. */
-  loss?: DistillLoss;
-  epochs: number;
-  /** Sequences per optimizer step. */
-  batchSize: number;
-  /** Pack short sequences into rows (segment-masked attention). Default false. */
-  pack?: boolean;
-  /** Shuffling seed. Default 0. */
-  seed?: number;
-  /**
-   * On-policy distillation (GKD's λ): this fraction of steps trains on the student's own samples
-   * for the batch's prompts, scored by the teacher (needs `loss.type: 'logits'` with `teacher`).
-   */
-  onPolicy?: { fraction: number; sampler: Sampler; maxNewTokens: number; temperature?: number };
-  /** Called every `evalEvery` steps and at the end; its numbers are merged into the history. */
-  evaluate?: (context: {
-    step: number;
-    epoch: number;
-  }) => Promise<Record<string, number>> | Record<string, number>;
-  evalEvery?: number;
-  /** Called after every step. */
-  onStep?: (record: DistillStepRecord) => void;
-  /** Resume from a saved position (`DistillStepRecord.position` of the last finished step). */
-  resumeFrom?: { epoch: number; offset: number; step: number };
-  /** History before `resumeFrom` (kept in the result and in checkpoints). */
-  previousHistory?: readonly DistillStepRecord[];
-  /** Save a checkpoint (see `saveDistillCheckpoint`) every `every` steps and at the end. */
-  checkpoint?: { dir: string; every: number };
-  /** Progress bar on stderr. Default: when stderr is a TTY and not in CI. */
-  progress?: boolean;
-  signal?: AbortSignal;
-};
-
-/** One line of the training history. */
-export type DistillStepRecord = {
-  step: number;
-  epoch: number;
-  /** Where the next step starts: resume with `resumeFrom: { epoch, offset, step }`. */
-  position: { epoch: number; offset: number; step: number };
-  loss: number;
-  learningRate: number;
-  gradNorm: number;
-  tokens: number;
-  onPolicy: boolean;
-  timeMs: number;
-  eval?: Record<string, number>;
-};
-
-/** Result of {@link distillStudent}. */
-export type DistillStudentResult = {
-  steps: number;
-  history: DistillStepRecord[];
-  finalEval?: Record<string, number>;
-};
+export type {
+  DistillLoss,
+  DistillPosition,
+  DistillStepRecord,
+  DistillStudentOptions,
+  DistillStudentResult,
+} from './distill-options.js';
 
 /**
  * Trains a student on a teacher's verified traces: SFT with a completion-only loss, or logit
@@ -109,138 +49,53 @@ export type DistillStudentResult = {
  * clipping, the LR schedule and AdamW are the trainer's.
  *
  * Deterministic: each epoch's order is a shuffle seeded by `seed` and the epoch number, so a run
- * resumed with `resumeFrom` continues exactly where it stopped.
+ * resumed with `resumeFrom: checkpointDir` continues exactly where it stopped. Resuming checks
+ * that the loss, batch size, seed, on-policy settings, traces and student weights are the ones
+ * the checkpoint was made with (`RESUME_MISMATCH` otherwise).
+ *
+ * Abort: the signal is checked before every step and after every await that precedes the
+ * optimizer update; an aborted step updates nothing and saves nothing.
  *
  * @example
  * ```ts
  * const student = await createLlamaModel(createRandomCheckpoint(smallConfig, { seed: 1 }));
  * const trainer = await createPolicyTrainer(student, { schedule: { learningRate: 3e-3 } });
  * const { kept } = filterTraces(await readTraces('traces.jsonl'), { maxPerPrompt: 4 });
- * await distillStudent({ trainer, traces: kept, epochs: 3, batchSize: 16 });
+ * await distillStudent({ trainer, traces: kept, epochs: 3, batchSize: 16,
+ *   checkpoint: { dir: 'student-ckpt', every: 50 } });
+ * // later, after a crash:
+ * const saved = await loadDistillCheckpoint('student-ckpt');
+ * const resumed = await createPolicyTrainer(await createLlamaModel(saved.checkpoint), { schedule: { learningRate: 3e-3 } });
+ * await distillStudent({ trainer: resumed, traces: kept, epochs: 3, batchSize: 16,
+ *   resumeFrom: 'student-ckpt', checkpoint: { dir: 'student-ckpt', every: 50 } });
  * ```
- * @throws {InvalidArgumentError} for bad options, traces without prompt ids, or a missing teacher.
+ * @throws {InvalidArgumentError} for bad options (`UNKNOWN_OPTION`, `INEFFECTIVE_OPTION`), traces
+ * without prompt ids, a missing teacher, or a `resumeFrom` folder without a checkpoint.
+ * @throws {ResumeMismatchError} `RESUME_MISMATCH` when the checkpoint was made with other settings.
+ * @throws {OverwriteRefusedError} `WOULD_OVERWRITE` for a non-empty `checkpoint.dir` of another run.
+ * @throws {AbortedError} `ABORTED` when `signal` aborts.
  */
 export async function distillStudent(
   options: DistillStudentOptions,
 ): Promise<DistillStudentResult> {
-  const FN = 'distillStudent';
-  const raw = validateOptions<DistillStudentOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-  });
-  const trainer = raw.trainer;
-  if (
-    !trainer ||
-    typeof trainer.sftStep !== 'function' ||
-    typeof trainer.logitsStep !== 'function'
-  ) {
-    throw new InvalidArgumentError({
-      parameter: 'options.trainer',
-      functionName: FN,
-      value: trainer,
-      expected: 'a PolicyTrainer from @rlvr/trainer',
-    });
-  }
-  if (!Array.isArray(raw.traces) || raw.traces.length === 0) {
-    throw new InvalidArgumentError({
-      parameter: 'options.traces',
-      functionName: FN,
-      value: raw.traces,
-      expected: 'a non-empty array of trace records',
-    });
-  }
-  const traces = raw.traces;
-  const epochs = validateInteger(raw.epochs, {
-    parameter: 'options.epochs',
-    functionName: FN,
-    min: 1,
-  });
-  const batchSize = validateInteger(raw.batchSize, {
-    parameter: 'options.batchSize',
-    functionName: FN,
-    min: 1,
-  });
-  const evalEvery =
-    raw.evalEvery === undefined
-      ? 0
-      : validateInteger(raw.evalEvery, {
-          parameter: 'options.evalEvery',
-          functionName: FN,
-          min: 1,
-        });
-  const loss = readLoss(raw.loss, FN);
-  const sequences = traces.map((trace, index) => toSequence(trace, index, raw.encodePrompt, FN));
-  if (loss.type === 'logits' && !loss.teacher) {
-    traces.forEach((trace, index) => {
-      if (!Array.isArray(trace.topLogprobs) || trace.topLogprobs.length !== trace.tokenIds.length) {
-        throw new InvalidArgumentError({
-          parameter: `options.traces[${index}].topLogprobs`,
-          functionName: FN,
-          value: trace.topLogprobs,
-          expected:
-            'cached teacher top-k logprobs per completion token (annotateTopK), or pass loss.teacher',
-        });
-      }
-    });
-  }
-  let onPolicy: DistillStudentOptions['onPolicy'];
-  if (raw.onPolicy !== undefined) {
-    const policy = validateOptions<NonNullable<DistillStudentOptions['onPolicy']>>(raw.onPolicy, {
-      parameter: 'options.onPolicy',
-      functionName: FN,
-    });
-    validateNumber(policy.fraction, {
-      parameter: 'options.onPolicy.fraction',
-      functionName: FN,
-      min: 0,
-      max: 1,
-    });
-    assertSampler(policy.sampler, 'options.onPolicy.sampler');
-    validateInteger(policy.maxNewTokens, {
-      parameter: 'options.onPolicy.maxNewTokens',
-      functionName: FN,
-      min: 1,
-    });
-    if (loss.type !== 'logits' || !loss.teacher) {
-      throw new InvalidArgumentError({
-        parameter: 'options.loss.teacher',
-        functionName: FN,
-        value: undefined,
-        expected:
-          "a teacher (loss.type 'logits' with loss.teacher) to score the student's own samples",
-      });
-    }
-    onPolicy = policy as NonNullable<DistillStudentOptions['onPolicy']>;
-  }
-  const seed = raw.seed ?? 0;
+  const input = validateDistillOptions(options);
+  const sequences = input.traces.map((trace, index) =>
+    toSequence(trace, index, input.raw.encodePrompt, FN),
+  );
+  const settings = distillSettings(input);
+  const resumed = await resolveResume(input, settings);
+  await guardCheckpointFolder(input);
+  const { trainer, traces, batchSize, epochs, seed, raw } = input;
   const rng = createRng(seed);
   const stepsPerEpoch = Math.ceil(traces.length / batchSize);
-  const start = raw.resumeFrom ?? { epoch: 0, offset: 0, step: 0 };
-  const showProgress = raw.progress ?? (Boolean(process.stderr.isTTY) && !process.env.CI);
-  const bar = showProgress
-    ? new cliProgress.SingleBar(
-        {
-          format: 'distill |{bar}| {value}/{total} steps | loss {loss} | {eta_formatted} left',
-          stream: process.stderr,
-        },
-        cliProgress.Presets.shades_classic,
-      )
-    : undefined;
+  const start = resumed.position;
+  const bar = progressBar(raw.progress);
   bar?.start(epochs * stepsPerEpoch, start.step, { loss: '-' });
-
-  const history: DistillStepRecord[] = [...(raw.previousHistory ?? [])];
-  const checkpoint = raw.checkpoint
-    ? {
-        dir: String(raw.checkpoint.dir),
-        every: validateInteger(raw.checkpoint.every, {
-          parameter: 'options.checkpoint.every',
-          functionName: FN,
-          min: 1,
-        }),
-      }
-    : undefined;
+  const history: DistillStepRecord[] = [...resumed.history];
+  const checkpoint = input.checkpoint;
+  const save = () => saveDistillCheckpoint(checkpoint!.dir, trainer, history, { settings });
   let step = start.step;
-  let weightsVersion = -1;
+  const weights = { version: -1 };
   try {
     for (let epoch = start.epoch; epoch < epochs; epoch++) {
       const order = rng.derive(`epoch-${epoch}`).shuffle(traces.map((_, index) => index));
@@ -249,67 +104,181 @@ export async function distillStudent(
         offset < order.length;
         offset += batchSize
       ) {
-        if (raw.signal?.aborted)
-          throw new AbortedError({ operation: `${FN}()`, cause: raw.signal.reason });
+        throwIfAborted(raw.signal, `${FN}()`);
         const batch = order.slice(offset, offset + batchSize);
         const useOnPolicy =
-          onPolicy !== undefined && rng.derive(`on-policy-${step}`).next() < onPolicy.fraction;
-        let batchSequences = batch.map((index) => sequences[index]!);
-        if (useOnPolicy && onPolicy) {
-          if (weightsVersion !== step && onPolicy.sampler.updateWeights) {
-            await onPolicy.sampler.updateWeights(trainer.model.toWeightSnapshot(step));
-            weightsVersion = step;
-          }
-          batchSequences = await studentSamples(onPolicy, batchSequences, seed + step, raw.signal);
-        }
-        const metrics =
-          loss.type === 'sft'
-            ? trainer.sftStep(batchSequences, { pack: raw.pack ?? false })
-            : trainer.logitsStep(
-                batchSequences,
-                await logitsLoss(
-                  loss,
-                  batchSequences,
-                  useOnPolicy ? undefined : batch.map((index) => traces[index]!),
-                ),
-                { pack: raw.pack ?? false },
-              );
+          input.onPolicy !== undefined &&
+          rng.derive(`on-policy-${step}`).next() < input.onPolicy.fraction;
+        const metrics = await trainStep(input, {
+          batch,
+          sequences,
+          step,
+          useOnPolicy,
+          weights,
+        });
         step++;
         const nextOffset = offset + batchSize;
-        const position =
-          nextOffset >= order.length
-            ? { epoch: epoch + 1, offset: 0, step }
-            : { epoch, offset: nextOffset, step };
         const record: DistillStepRecord = {
           step,
           epoch,
-          position,
+          position:
+            nextOffset >= order.length
+              ? { epoch: epoch + 1, offset: 0, step }
+              : { epoch, offset: nextOffset, step },
           loss: metrics.loss,
           learningRate: metrics.learningRate,
           gradNorm: metrics.gradNorm,
           tokens: metrics.tokens,
-          onPolicy: useOnPolicy,
+          onPolicy: metrics.onPolicy,
           timeMs: metrics.timeMs,
         };
-        if (raw.evaluate && evalEvery > 0 && step % evalEvery === 0)
+        if (raw.evaluate && input.evalEvery > 0 && step % input.evalEvery === 0)
           record.eval = await raw.evaluate({ step, epoch });
         history.push(record);
-        if (checkpoint && step % checkpoint.every === 0)
-          await saveDistillCheckpoint(checkpoint.dir, trainer, history);
+        if (checkpoint && step % checkpoint.every === 0) await save();
         raw.onStep?.(record);
         bar?.update(step, {
           loss: Number.isFinite(metrics.loss) ? metrics.loss.toFixed(4) : 'skip',
         });
       }
     }
-    if (checkpoint && history.length > 0 && step % checkpoint.every !== 0) {
-      await saveDistillCheckpoint(checkpoint.dir, trainer, history);
-    }
+    if (checkpoint && history.length > 0 && step % checkpoint.every !== 0) await save();
   } finally {
     bar?.stop();
   }
   const finalEval = raw.evaluate ? await raw.evaluate({ step, epoch: epochs }) : undefined;
   return { steps: step, history, ...(finalEval ? { finalEval } : {}) };
+}
+
+function progressBar(progress: boolean | undefined) {
+  const show = progress ?? (Boolean(process.stderr.isTTY) && !process.env.CI);
+  return show
+    ? new cliProgress.SingleBar(
+        {
+          format: 'distill |{bar}| {value}/{total} steps | loss {loss} | {eta_formatted} left',
+          stream: process.stderr,
+        },
+        cliProgress.Presets.shades_classic,
+      )
+    : undefined;
+}
+
+/** One optimizer step; every await before the update is followed by an abort check. */
+async function trainStep(
+  input: ValidatedDistill,
+  context: {
+    batch: number[];
+    sequences: readonly TokenSequence[];
+    step: number;
+    useOnPolicy: boolean;
+    weights: { version: number };
+  },
+) {
+  const { trainer, loss, onPolicy, raw } = input;
+  const signal = raw.signal;
+  let batchSequences = context.batch.map((index) => context.sequences[index]!);
+  let batchTraces: TraceRecord[] | undefined = context.batch.map((index) => input.traces[index]!);
+  let usedOnPolicy = false;
+  if (context.useOnPolicy && onPolicy) {
+    if (context.weights.version !== context.step && onPolicy.sampler.updateWeights) {
+      await onPolicy.sampler.updateWeights(trainer.model.toWeightSnapshot(context.step));
+      context.weights.version = context.step;
+    }
+    const own = await studentSamples(onPolicy, batchSequences, input.seed + context.step, signal);
+    throwIfAborted(signal, `${FN}()`);
+    // Completions cut by the sampler (finishReason 'abort') are never trained on; if none is
+    // left, the step trains on the batch's traces instead.
+    if (own.length > 0) {
+      batchSequences = own;
+      batchTraces = undefined;
+      usedOnPolicy = true;
+    }
+  }
+  const options = { pack: input.pack };
+  if (loss.type === 'sft') {
+    throwIfAborted(signal, `${FN}()`);
+    return { ...trainer.sftStep(batchSequences, options), onPolicy: usedOnPolicy };
+  }
+  const lossOf = await logitsLoss(loss, batchSequences, batchTraces);
+  throwIfAborted(signal, `${FN}()`);
+  return { ...trainer.logitsStep(batchSequences, lossOf, options), onPolicy: usedOnPolicy };
+}
+
+/** Reads `resumeFrom`: a checkpoint folder (checked against the settings) or a raw position. */
+async function resolveResume(
+  input: ValidatedDistill,
+  settings: Record<string, unknown>,
+): Promise<{ position: DistillPosition; history: readonly DistillStepRecord[] }> {
+  const resumeFrom = input.resumeFrom;
+  if (resumeFrom === undefined) return { position: { epoch: 0, offset: 0, step: 0 }, history: [] };
+  if (typeof resumeFrom !== 'string') {
+    return { position: resumeFrom, history: input.raw.previousHistory ?? [] };
+  }
+  const kind = await inspectCheckpointFolder(resumeFrom);
+  if (kind === 'missing' || kind === 'empty' || !existsSyncState(resumeFrom)) {
+    throw new InvalidArgumentError({
+      parameter: 'options.resumeFrom',
+      functionName: FN,
+      value: resumeFrom,
+      expected: `a folder holding a distillation checkpoint (state.json written by checkpoint.dir), but it is ${kind === 'missing' ? 'missing' : kind === 'empty' ? 'empty' : 'not a distillation checkpoint'}`,
+    });
+  }
+  const saved = await loadDistillCheckpoint(resumeFrom);
+  const differences = saved.settings
+    ? diffSettings(saved.settings, settings)
+    : [{ field: 'settings', saved: '(none: an older checkpoint)', current: 'present' }];
+  const savedWeights = hashFloat32(sortedData(saved.checkpoint.tensors));
+  const currentWeights = hashFloat32(sortedData(input.trainer.model.toCheckpoint().tensors));
+  if (savedWeights !== currentWeights) {
+    differences.push({ field: 'student weights', saved: savedWeights, current: currentWeights });
+  }
+  if (differences.length > 0) {
+    throw new ResumeMismatchError({
+      what: `The distillation checkpoint ${resumeFrom}`,
+      differences,
+      functionName: FN,
+    });
+  }
+  input.trainer.setState(saved.trainerState);
+  return { position: saved.resumeFrom, history: saved.history };
+}
+
+function existsSyncState(dir: string): boolean {
+  return existsSync(join(dir, 'state.json'));
+}
+
+function sortedData(tensors: readonly { name: string; data: Float32Array }[]): Float32Array[] {
+  return [...tensors]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((tensor) => tensor.data);
+}
+
+/**
+ * Refuses, before any training, a `checkpoint.dir` that holds files of another run: a folder that
+ * is not a distillation checkpoint always, another run's checkpoint unless `overwrite: true`.
+ */
+async function guardCheckpointFolder(input: ValidatedDistill): Promise<void> {
+  const dir = input.checkpoint?.dir;
+  if (dir === undefined) return;
+  const kind = await inspectCheckpointFolder(dir);
+  if (kind === 'missing' || kind === 'empty') return;
+  if (kind === 'foreign') {
+    throw new OverwriteRefusedError({
+      path: dir,
+      reason: 'it exists and is not a distillation checkpoint (nothing in it is deleted)',
+      functionName: FN,
+    });
+  }
+  const resuming =
+    typeof input.resumeFrom === 'string' && resolve(input.resumeFrom) === resolve(dir);
+  if (!resuming && !input.overwrite) {
+    throw new OverwriteRefusedError({
+      path: dir,
+      reason: 'it holds the checkpoint of another distillation run',
+      allowWith: `resumeFrom: '${dir}' to continue it, or overwrite: true to replace it`,
+      functionName: FN,
+    });
+  }
 }
 
 async function logitsLoss(
@@ -381,51 +350,11 @@ async function studentSamples(
     },
     signal ? { signal } : undefined,
   );
-  return sequences
-    .map((sequence, index) => ({
-      promptIds: sequence.promptIds,
-      completionIds: groups[index]?.[0]?.tokenIds ?? [],
-    }))
-    .filter((sequence) => sequence.completionIds.length > 0);
-}
-
-function readLoss(value: unknown, functionName: string): DistillLoss {
-  if (value === undefined) return { type: 'sft' };
-  const loss = validateOptions<DistillLoss>(value, { parameter: 'options.loss', functionName });
-  const type = validateOneOf(loss.type, ['sft', 'logits'], {
-    parameter: 'options.loss.type',
-    functionName,
+  return sequences.flatMap((sequence, index) => {
+    const group = groups[index] ?? [];
+    const completion = group[0];
+    // An aborted group was cut by cancellation, not by the model: never trained on.
+    if (!completion || isAbortedGroup(group) || completion.tokenIds.length === 0) return [];
+    return [{ promptIds: sequence.promptIds, completionIds: completion.tokenIds }];
   });
-  if (type === 'sft') return { type };
-  const logits = loss as Extract<DistillLoss, { type: 'logits' }>;
-  validateOneOf(logits.divergence, ['forward-kl', 'reverse-kl', 'jsd'], {
-    parameter: 'options.loss.divergence',
-    functionName,
-  });
-  validateNumber(logits.beta ?? 0.5, {
-    parameter: 'options.loss.beta',
-    functionName,
-    min: 0,
-    max: 1,
-  });
-  validateNumber(logits.temperature ?? 1, {
-    parameter: 'options.loss.temperature',
-    functionName,
-    min: 0,
-    exclusiveMin: true,
-  });
-  validateNumber(logits.sftWeight ?? 0, {
-    parameter: 'options.loss.sftWeight',
-    functionName,
-    min: 0,
-  });
-  if (logits.teacher !== undefined && typeof logits.teacher !== 'function') {
-    throw new InvalidArgumentError({
-      parameter: 'options.loss.teacher',
-      functionName,
-      value: logits.teacher,
-      expected: 'a TeacherLogits function',
-    });
-  }
-  return logits;
 }

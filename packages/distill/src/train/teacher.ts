@@ -1,4 +1,4 @@
-import { InvalidArgumentError, ShapeMismatchError } from '@rlvr/core';
+import { InvalidArgumentError, ShapeMismatchError, validateOptions } from '@rlvr/core';
 import type { LlamaModel, TokenSequence } from '@rlvr/trainer';
 import type { TopKLogprobs } from '../losses/divergences.js';
 import type { TraceRecord } from '../traces/trace-record.js';
@@ -50,6 +50,11 @@ export async function annotateTopK(
   options: { k: number; encodePrompt?: (prompt: string) => number[] },
 ): Promise<TraceRecord[]> {
   const FN = 'annotateTopK';
+  validateOptions(options, {
+    parameter: 'options',
+    functionName: FN,
+    known: ['k', 'encodePrompt'],
+  });
   const k = options?.k;
   if (typeof k !== 'number' || !Number.isInteger(k) || k < 1) {
     throw new InvalidArgumentError({
