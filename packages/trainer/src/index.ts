@@ -7,13 +7,11 @@ export { activeBackend, BACKEND_NAMES, selectBackend } from './backend/select-ba
 export type { TrainerDefaults } from './defaults.js';
 export { TRAINER_DEFAULTS } from './defaults.js';
 export { TrainingStalledError } from './errors/training-stalled-error.js';
+export type { GrpoTrainerOptions } from './grpo/create-grpo-trainer.js';
+export { createGrpoTrainer } from './grpo/create-grpo-trainer.js';
 export type { GrpoConfig } from './grpo/grpo-config.js';
-export type {
-  GrpoMetricRecord,
-  GrpoTrainerOptions,
-  GrpoTrainResult,
-} from './grpo/grpo-trainer.js';
-export { createGrpoTrainer, GrpoTrainer } from './grpo/grpo-trainer.js';
+export type { GrpoMetricRecord, GrpoTrainResult } from './grpo/grpo-trainer.js';
+export { GrpoTrainer } from './grpo/grpo-trainer.js';
 export type { PromptRecord } from './grpo/prompt-dataset.js';
 export { loadPromptDataset } from './grpo/prompt-dataset.js';
 export type { CreateLlamaModelOptions } from './model/llama-model.js';

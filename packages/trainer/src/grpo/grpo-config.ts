@@ -1,29 +1,31 @@
-import {
-  type AdvantageBaseline,
-  type AdvantageScaling,
-  InvalidArgumentError,
-  type KlEstimator,
-  type LossAggregation,
-  type MismatchMode,
-  type MultiRewardAggregation,
-  type RatioLevel,
-  type SoftOverlongOptions,
-  type StdKind,
-  softOverlongPenalty,
-  validateInteger,
-  validateNumber,
-  validateOneOf,
-  validateOptions,
+import type {
+  AdvantageBaseline,
+  AdvantageScaling,
+  KlEstimator,
+  LossAggregation,
+  MismatchMode,
+  MultiRewardAggregation,
+  RatioLevel,
+  SoftOverlongOptions,
+  StdKind,
 } from '@rlvr/core';
 import type { AdamWOptions } from '../optim/adamw.js';
-import { type LearningRateSchedule, validateSchedule } from '../optim/schedule.js';
+import type { LearningRateSchedule } from '../optim/schedule.js';
 
 /**
  * Settings of a {@link GrpoTrainer} run, named after TRL's `GRPOConfig` where one exists (TRL's
- * name in brackets).
+ * name in brackets). Defaults are {@link TRAINER_DEFAULTS} (shared with `createPolicyTrainer`).
+ *
+ * Unknown keys are errors (`UNKNOWN_OPTION`, with the closest valid name: `kl_coef` → `beta`,
+ * `learning_rate` → `schedule`, `steps` → `maxSteps`), also inside `dynamicSampling`, `mismatch`,
+ * `overlong`, `schedule` and `optimizer`. A setting that has no effect in the given combination
+ * is an error too (`INEFFECTIVE_OPTION`); each such case is named on the field below.
  */
 export type GrpoConfig = {
-  /** Generation steps to run (each: sample, score, one `grpoStep`) [`max_steps`]. */
+  /**
+   * Generation steps to run (each: sample, score, one `grpoStep`) [`max_steps`]. May change on
+   * resume (extending a run is normal); it is not part of the settings fingerprint.
+   */
   maxSteps: number;
   /** Prompts per generation step (default 4). */
   promptsPerStep?: number;
@@ -36,7 +38,11 @@ export type GrpoConfig = {
 
   /** Hard cap on generated tokens [`max_completion_length`]. */
   maxNewTokens: number;
-  /** Sampling temperature (default 1) [`temperature`]. */
+  /**
+   * Sampling temperature, > 0 (default 1) [`temperature`]. The trainer's logprobs are
+   * `log softmax(logits / temperature)`, the same distribution the sampler drew from, so a run at
+   * T ≠ 1 stays on-policy.
+   */
   temperature?: number;
   /** Nucleus sampling [`top_p`]. */
   topP?: number;
@@ -51,7 +57,7 @@ export type GrpoConfig = {
 
   /** β: KL coefficient to the frozen initial policy (default 0: no reference model) [`beta`]. */
   beta?: number;
-  /** KL estimator (default `k3`). */
+  /** KL estimator (default `k3`). Setting it with β = 0 is `INEFFECTIVE_OPTION`. */
   klEstimator?: KlEstimator;
   /** ε_low (default 0.2) [`epsilon`]. */
   epsilonLow?: number;
@@ -67,22 +73,38 @@ export type GrpoConfig = {
   entropyCoefficient?: number;
   /** Loss aggregation (default `token-mean`, TRL's `dapo`) [`loss_type`]. */
   lossAggregation?: LossAggregation;
-  /** Normalizer of `seq-mean-token-sum-norm` (default `maxNewTokens`). */
+  /**
+   * Normalizer of `seq-mean-token-sum-norm` (default `maxNewTokens`); with any other aggregation
+   * it is `INEFFECTIVE_OPTION`.
+   */
   normalizer?: number;
   /** μ: PPO epochs per generation batch (default 1) [`num_iterations`]. */
   numIterations?: number;
-  /** Sequences per optimizer step (default: the whole generation batch). */
+  /**
+   * Sequences per optimizer step (default: the whole generation batch). A value ≥ the batch
+   * (one step per iteration) is accepted, as TRL does.
+   */
   miniBatchSize?: number;
-  /** Rollout↔trainer mismatch correction [`vllm_importance_sampling_*`]. Default off. */
+  /**
+   * Rollout↔trainer mismatch correction [`vllm_importance_sampling_*`], against the sampler's
+   * behaviour logprobs (`Completion.logprobs`, the processed distribution). Default off.
+   */
   mismatch?: { mode?: MismatchMode; cap?: number; lowerThreshold?: number };
 
-  /** Advantage scaling (default `group`) [`scale_rewards`]. */
+  /**
+   * Advantage scaling [`scale_rewards`]. Default: the baseline's own (`group` for `mean`, `none`
+   * for `leave-one-out`, `batch` for `reinforce-plus-plus` and for GDPO), as @rlvr/core's
+   * `groupAdvantages`. Combinations it rejects fail in `createGrpoTrainer`.
+   */
   scaleRewards?: AdvantageScaling;
-  /** Advantage baseline (default `mean`). */
+  /** Advantage baseline (default `mean`): `leave-one-out` is RLOO, `reinforce-plus-plus`. */
   advantageBaseline?: AdvantageBaseline;
-  /** Std kind of the advantage normalization (default `sample`, as TRL). */
+  /**
+   * Std kind of the advantage normalization (default `sample`, as TRL). When no std is used
+   * (scaling `none` without GDPO) it is `INEFFECTIVE_OPTION`.
+   */
   rewardStd?: StdKind;
-  /** How several reward functions combine (default `sum_then_normalize`). */
+  /** How several reward functions combine (default `sum_then_normalize`; GDPO: `normalize_then_sum`). */
   multiReward?: MultiRewardAggregation;
   /**
    * DAPO dynamic sampling: drop groups whose reward std ≤ `minStd` and sample more prompts until
@@ -92,7 +114,10 @@ export type GrpoConfig = {
   dynamicSampling?: boolean | { minStd?: number; maxRounds?: number };
   /** Mask completions that hit `maxNewTokens` out of the loss [`mask_truncated_completions`]. */
   maskTruncatedCompletions?: boolean;
-  /** DAPO soft overlong punishment added to the reward (as a reward column named `overlong`). */
+  /**
+   * DAPO soft overlong punishment added to the reward (as a reward column named `overlong`).
+   * `INEFFECTIVE_OPTION` when `maxLength − bufferLength ≥ maxNewTokens` (it could never apply).
+   */
   overlong?: SoftOverlongOptions;
 
   /** Learning rate and schedule (default constant 1e-6) [`learning_rate`, `lr_scheduler_type`]. */
@@ -101,20 +126,40 @@ export type GrpoConfig = {
   optimizer?: AdamWOptions;
   /** Global-norm clipping (default 1) [`max_grad_norm`]. */
   maxGradNorm?: number;
-  /** Sequences per forward/backward pass (default: all). */
+  /** Sequences per forward/backward pass (default: all); does not change the update. */
   microBatchSize?: number;
-  /** NaN/Inf loss or gradients: skip the update and count it (default) or throw. */
+  /** NaN/Inf loss, gradients or logprobs: skip the update and count it (default) or throw. */
   onNonFinite?: 'error' | 'skip';
+  /**
+   * With `onNonFinite: 'skip'`: this many skipped updates in a row stop the run with
+   * `TRAINING_STALLED` (default 3; 0: never). With `onNonFinite: 'error'` it is `INEFFECTIVE_OPTION`.
+   */
+  maxConsecutiveSkips?: number;
+  /**
+   * Push the new weights to `sampler.updateWeights` after every update (default true). A sampler
+   * without `updateWeights` is an error unless this is `false` (then the sampler keeps its own
+   * weights and the run is off-policy by design: say so explicitly).
+   */
+  syncWeights?: boolean;
 
   /** Folder for `metrics.jsonl`, `completions.jsonl` and `checkpoints/` (default: none). */
   outputDir?: string;
-  /** Checkpoint every this many steps (default: only at the end; needs `outputDir`) [`save_steps`]. */
+  /**
+   * Checkpoint every this many steps, and at the end (default `max(1, ceil(maxSteps / 10))`)
+   * [`save_steps`]. Without `outputDir` it is `INEFFECTIVE_OPTION`.
+   */
   saveEvery?: number;
-  /** Keep the newest N checkpoints (default 2) [`save_total_limit`]. */
+  /**
+   * Keep the newest N checkpoints of this run (default 2) [`save_total_limit`]; checkpoints of
+   * other runs are never removed. Without `outputDir` it is `INEFFECTIVE_OPTION`.
+   */
   keepLast?: number;
-  /** Write the completions table every this many steps (default 1; 0: never). */
+  /**
+   * Write the completions table every this many steps (default 1; 0: never). Without `outputDir`
+   * it is `INEFFECTIVE_OPTION`.
+   */
   logCompletionsEvery?: number;
-  /** Console progress bar (default: when stderr is a TTY and `CI` is unset). */
+  /** Console progress bar (default: when stderr is a TTY and `CI` is unset); not with `quiet`. */
   progress?: boolean;
   /** No console output at all (progress or diagnostics); metrics files are still written. */
   quiet?: boolean;
@@ -134,8 +179,9 @@ export type ResolvedGrpoConfig = Required<
     | 'maxNewTokens'
     | 'temperature'
     | 'beta'
+    | 'klEstimator'
+    | 'epsilonLow'
     | 'numIterations'
-    | 'scaleRewards'
     | 'advantageBaseline'
     | 'rewardStd'
     | 'multiReward'
@@ -146,136 +192,13 @@ export type ResolvedGrpoConfig = Required<
     | 'entropyCollapseRatio'
     | 'lossAggregation'
     | 'onNonFinite'
+    | 'maxConsecutiveSkips'
+    | 'maxGradNorm'
+    | 'syncWeights'
+    | 'schedule'
   >
 > &
   GrpoConfig & {
     dynamic: { minStd: number; maxRounds: number } | undefined;
     saveEvery: number;
   };
-
-/** Validates a {@link GrpoConfig} and applies its defaults. @internal */
-export function resolveGrpoConfig(config: GrpoConfig, functionName: string): ResolvedGrpoConfig {
-  const raw = validateOptions<GrpoConfig>(config, { parameter: 'config', functionName });
-  const int = (name: keyof GrpoConfig, value: unknown, min: number) =>
-    validateInteger(value, { parameter: `config.${name}`, functionName, min });
-  const maxSteps = int('maxSteps', raw.maxSteps, 1);
-  const maxNewTokens = int('maxNewTokens', raw.maxNewTokens, 1);
-  const temperature = validateNumber(raw.temperature ?? 1, {
-    parameter: 'config.temperature',
-    functionName,
-    min: 0,
-  });
-  if (raw.topP !== undefined) {
-    validateNumber(raw.topP, {
-      parameter: 'config.topP',
-      functionName,
-      min: 0,
-      exclusiveMin: true,
-      max: 1,
-    });
-  }
-  if (raw.topK !== undefined) int('topK', raw.topK, 0);
-  if (raw.minP !== undefined) {
-    validateNumber(raw.minP, { parameter: 'config.minP', functionName, min: 0, max: 1 });
-  }
-  let dynamic: ResolvedGrpoConfig['dynamic'];
-  if (raw.dynamicSampling === true || typeof raw.dynamicSampling === 'object') {
-    const d = validateOptions<{ minStd?: number; maxRounds?: number }>(
-      raw.dynamicSampling === true ? {} : raw.dynamicSampling,
-      { parameter: 'config.dynamicSampling', functionName },
-    );
-    dynamic = {
-      minStd: validateNumber(d.minStd ?? 1e-6, {
-        parameter: 'config.dynamicSampling.minStd',
-        functionName,
-        min: 0,
-      }),
-      maxRounds: validateInteger(d.maxRounds ?? 3, {
-        parameter: 'config.dynamicSampling.maxRounds',
-        functionName,
-        min: 1,
-      }),
-    };
-  } else if (raw.dynamicSampling !== undefined && raw.dynamicSampling !== false) {
-    throw new InvalidArgumentError({
-      parameter: 'config.dynamicSampling',
-      functionName,
-      value: raw.dynamicSampling,
-      expected: 'a boolean or { minStd?, maxRounds? }',
-    });
-  }
-  if (raw.overlong !== undefined) {
-    try {
-      softOverlongPenalty(0, raw.overlong);
-    } catch (error) {
-      if (InvalidArgumentError.isInstance(error)) {
-        throw new InvalidArgumentError({
-          parameter: `config.overlong.${error.parameter.replace(/^options\./, '')}`,
-          functionName,
-          value: error.value,
-          expected:
-            'valid soft-overlong settings (maxLength ≥ bufferLength ≥ 1, penaltyFactor ≥ 0)',
-        });
-      }
-      throw error;
-    }
-  }
-  if (raw.schedule !== undefined) validateSchedule(raw.schedule, functionName);
-  const resolved: ResolvedGrpoConfig = {
-    ...raw,
-    maxSteps,
-    promptsPerStep: int('promptsPerStep', raw.promptsPerStep ?? 4, 1),
-    groupSize: int('groupSize', raw.groupSize ?? 8, 2),
-    seed: int('seed', raw.seed ?? 0, 0),
-    shuffle: raw.shuffle ?? true,
-    maxNewTokens,
-    temperature,
-    beta: validateNumber(raw.beta ?? 0, { parameter: 'config.beta', functionName, min: 0 }),
-    numIterations: int('numIterations', raw.numIterations ?? 1, 1),
-    scaleRewards: validateOneOf(raw.scaleRewards ?? 'group', ['group', 'batch', 'none'], {
-      parameter: 'config.scaleRewards',
-      functionName,
-    }),
-    advantageBaseline: validateOneOf(
-      raw.advantageBaseline ?? 'mean',
-      ['mean', 'leave-one-out', 'reinforce-plus-plus'],
-      { parameter: 'config.advantageBaseline', functionName },
-    ),
-    rewardStd: validateOneOf(raw.rewardStd ?? 'sample', ['sample', 'population'], {
-      parameter: 'config.rewardStd',
-      functionName,
-    }),
-    multiReward: validateOneOf(
-      raw.multiReward ?? 'sum_then_normalize',
-      ['sum_then_normalize', 'normalize_then_sum'],
-      { parameter: 'config.multiReward', functionName },
-    ),
-    maskTruncatedCompletions: raw.maskTruncatedCompletions ?? false,
-    lossAggregation: raw.lossAggregation ?? 'token-mean',
-    onNonFinite: validateOneOf(raw.onNonFinite ?? 'skip', ['skip', 'error'], {
-      parameter: 'config.onNonFinite',
-      functionName,
-    }),
-    saveEvery: int('saveEvery', raw.saveEvery ?? maxSteps, 1),
-    keepLast: int('keepLast', raw.keepLast ?? 2, 1),
-    logCompletionsEvery: int('logCompletionsEvery', raw.logCompletionsEvery ?? 1, 0),
-    quiet: raw.quiet ?? false,
-    entropyCollapseRatio: validateNumber(raw.entropyCollapseRatio ?? 0.1, {
-      parameter: 'config.entropyCollapseRatio',
-      functionName,
-      min: 0,
-      max: 1,
-    }),
-    dynamic,
-  };
-  if (raw.miniBatchSize !== undefined) int('miniBatchSize', raw.miniBatchSize, 1);
-  if (raw.outputDir !== undefined && (typeof raw.outputDir !== 'string' || raw.outputDir === '')) {
-    throw new InvalidArgumentError({
-      parameter: 'config.outputDir',
-      functionName,
-      value: raw.outputDir,
-      expected: 'a folder path',
-    });
-  }
-  return resolved;
-}

@@ -4,7 +4,7 @@ import { selectBackend } from '../backend/select-backend.js';
 import { maxDigitTask } from '../testing/grpo-task.js';
 import { TfjsSampler } from '../testing/tfjs-sampler.js';
 import { createPolicyTrainer } from '../train/policy-trainer.js';
-import { createGrpoTrainer } from './grpo-trainer.js';
+import { createGrpoTrainer } from './create-grpo-trainer.js';
 
 const SFT_STEPS = 30;
 const GRPO_STEPS = 80;

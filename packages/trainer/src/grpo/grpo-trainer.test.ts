@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
 import { runResumeTask } from '../testing/grpo-run.js';
 import { maxDigitTask } from '../testing/grpo-task.js';
+import { createGrpoTrainer } from './create-grpo-trainer.js';
 import type { GrpoConfig } from './grpo-config.js';
-import { createGrpoTrainer, type GrpoMetricRecord } from './grpo-trainer.js';
+import type { GrpoMetricRecord } from './grpo-trainer.js';
 
 const task = maxDigitTask();
 let root: string;
@@ -92,10 +93,14 @@ describe('GrpoTrainer (cpu)', () => {
     await expect(run(broken, { abortAfter: 2 })).rejects.toSatisfy((error) =>
       AbortedError.isInstance(error),
     );
-    await mkdir(join(broken, 'checkpoints', '.tmp-step-00000003-1-1', 'model'), {
-      recursive: true,
-    });
-    await writeFile(join(broken, 'checkpoints', '.tmp-step-00000003-1-1', 'model', 'x'), 'partial');
+    const { runId } = JSON.parse(
+      await readFile(join(broken, 'checkpoints', 'step-00000002', 'state.json'), 'utf8'),
+    ) as { runId: string };
+    const partial = join(broken, 'checkpoints', `.tmp-${runId}-step-00000003-1-1`);
+    await mkdir(join(partial, 'model'), { recursive: true });
+    await writeFile(join(partial, 'model', 'x'), 'partial');
+    // A file of the user's in checkpoints/ is never touched.
+    await writeFile(join(broken, 'checkpoints', 'notes.txt'), 'mine');
     await appendFile(join(broken, 'metrics.jsonl'), '{"step":3,"metr');
     await appendFile(join(broken, 'completions.jsonl'), '{"step":3');
     const resumed = await run(broken, { resume: true });
@@ -105,7 +110,10 @@ describe('GrpoTrainer (cpu)', () => {
     expect(await readFile(join(broken, 'completions.jsonl'), 'utf8')).toBe(
       await readFile(join(whole, 'completions.jsonl'), 'utf8'),
     );
-    expect((await readdir(join(broken, 'checkpoints'))).sort()).toEqual(checkpoints);
+    expect((await readdir(join(broken, 'checkpoints'))).sort()).toEqual([
+      'notes.txt',
+      ...checkpoints,
+    ]);
   });
 });
 
@@ -245,8 +253,9 @@ describe('GrpoTrainer orchestration (cpu, scripted sampler)', () => {
       n: 2,
       maxNewTokens: 4,
       temperature: 1,
-      returnModelLogprobs: true,
     });
+    // Behaviour logprobs are `completion.logprobs`; the raw-model ones are not needed.
+    expect(sampler.sampleCalls[0]!.returnModelLogprobs).toBeUndefined();
     expect(sampler.sampleCalls[0]!.seed).not.toBe(sampler.sampleCalls[1]!.seed);
     expect(first.metrics['dynamic_sampling/rounds']).toBe(3);
     expect(first.metrics['dynamic_sampling/generated_groups']).toBe(6);
@@ -335,7 +344,10 @@ describe('GrpoTrainer orchestration (cpu, scripted sampler)', () => {
       { outputDir: dir, maxSteps: 1 },
     );
     await e.grpo.train();
-    await expect(make(short, { outputDir: dir })).rejects.toThrow(/resume: true/);
+    await expect(make(short, { outputDir: dir })).rejects.toMatchObject({
+      code: 'WOULD_OVERWRITE',
+      message: expect.stringMatching(/overwrite: true.*resume: true/),
+    });
     await rm(dir, { recursive: true, force: true });
     for (const x of [a, b, c, d, e]) {
       x.grpo.dispose();

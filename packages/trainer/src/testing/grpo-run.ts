@@ -1,5 +1,5 @@
+import { createGrpoTrainer } from '../grpo/create-grpo-trainer.js';
 import type { GrpoConfig } from '../grpo/grpo-config.js';
-import { createGrpoTrainer } from '../grpo/grpo-trainer.js';
 import { maxDigitTask } from './grpo-task.js';
 
 /** The run the resume tests repeat (test-only): max-digit task, β > 0, μ = 2, overlong shaping. */

@@ -1,0 +1,409 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import {
+  assertSampler,
+  createRng,
+  fingerprint,
+  InvalidArgumentError,
+  rejectIneffective,
+  type Sampler,
+  ShapeMismatchError,
+  validateOptions,
+  type WeightedReward,
+} from '@rlvr/core';
+import type { Checkpoint } from '@rlvr/model';
+import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
+import { createPolicyTrainer } from '../train/policy-trainer.js';
+import { rewardColumns, rewardWeights, validateAdvantageSettings } from './grpo-advantages.js';
+import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
+import { GrpoTrainer } from './grpo-trainer.js';
+import { policyOptions, validatePolicyOptions } from './policy-options.js';
+import { loadPromptDataset, type PromptRecord, validatePromptRecords } from './prompt-dataset.js';
+import { resolveGrpoConfig } from './resolve-config.js';
+import {
+  loadRunCheckpoint,
+  RUN_STATE_FORMAT,
+  type RunCheckpoint,
+  type RunState,
+} from './run-checkpoint.js';
+import type { GrpoMetricRecord, RunContext } from './run-context.js';
+import { checkLogs, clearPreviousRun, cutLogs, planRun, type RunPlan } from './run-files.js';
+import { compareSettings, runSettings } from './run-settings.js';
+
+/** Options of {@link createGrpoTrainer}. Unknown keys are errors (`UNKNOWN_OPTION`). */
+export type GrpoTrainerOptions = {
+  /** The policy (trained in place). */
+  model: LlamaModel;
+  /**
+   * Any core `Sampler`; it receives the new weights after every update, so it must implement
+   * `updateWeights` unless `config.syncWeights` is `false`.
+   */
+  sampler: Sampler;
+  /** Prompt records, or the path of a JSONL file of them. */
+  dataset: readonly PromptRecord[] | string;
+  /** Reward functions (weighted sum, or GDPO with `multiReward: 'normalize_then_sum'`). */
+  rewards: readonly WeightedReward[];
+  config: GrpoConfig;
+  /** Encodes prompts when the sampler does not report `promptTokenIds`. */
+  tokenizer?: { encode(text: string): number[] };
+  /**
+   * Continue from a checkpoint: `true` = the newest one under `outputDir/checkpoints` (a fresh
+   * start when there is none *and* the folder holds no run files), or the path of one checkpoint
+   * folder (an error when it is not one). Default: a fresh start, which refuses a folder holding
+   * another run's files unless `overwrite`.
+   */
+  resume?: boolean | string;
+  /**
+   * Start fresh in an `outputDir` that holds a previous run (`metrics.jsonl`, `completions.jsonl`,
+   * `checkpoints/`): those are removed first (other files are kept). Without it such a folder is
+   * refused with `WOULD_OVERWRITE`. Needs `config.outputDir`. Has no effect when `resume` finds a
+   * checkpoint in `outputDir`.
+   */
+  overwrite?: boolean;
+  /**
+   * Resume even though the checkpoint was made with different settings (they are logged);
+   * without it a difference is `RESUME_MISMATCH`. Needs `resume`. `maxSteps` may always change.
+   */
+  acceptConfigChanges?: boolean;
+  /** Receives diagnostics and skip notices (default: stderr unless `quiet`). */
+  onLog?: (message: string) => void;
+  /** Called with every metrics record, after the step's files and checkpoint are written. */
+  onStep?: (record: GrpoMetricRecord) => void;
+};
+
+const FN = 'createGrpoTrainer';
+const OPTION_KEYS = [
+  'model',
+  'sampler',
+  'dataset',
+  'rewards',
+  'config',
+  'tokenizer',
+  'resume',
+  'overwrite',
+  'acceptConfigChanges',
+  'onLog',
+  'onStep',
+] as const;
+const OPTION_ALIASES = {
+  resumeFrom: 'resume',
+  fresh: 'overwrite',
+  force: 'overwrite',
+  reward: 'rewards',
+  rewardFunctions: 'rewards',
+  verifiers: 'rewards',
+  prompts: 'dataset',
+  acceptChanges: 'acceptConfigChanges',
+};
+
+function checkModel(model: unknown): LlamaModel {
+  if (
+    model === null ||
+    typeof model !== 'object' ||
+    !((model as Partial<LlamaModel>).params instanceof Map)
+  ) {
+    throw new InvalidArgumentError({
+      parameter: 'options.model',
+      functionName: FN,
+      value: model,
+      expected: 'a LlamaModel from createLlamaModel()',
+    });
+  }
+  (model as LlamaModel).assertLive(FN);
+  return model as LlamaModel;
+}
+
+function checkSampler(sampler: unknown, config: ResolvedGrpoConfig): Sampler {
+  assertSampler(sampler, 'options.sampler');
+  if (config.syncWeights && typeof sampler.updateWeights !== 'function') {
+    throw new InvalidArgumentError({
+      parameter: 'options.sampler',
+      functionName: FN,
+      value: sampler,
+      expected:
+        'a Sampler with updateWeights() (the trained weights must reach it, or every step samples the initial policy), or config.syncWeights: false to sample from fixed weights on purpose',
+    });
+  }
+  return sampler;
+}
+
+function checkRewards(rewards: unknown): readonly WeightedReward[] {
+  if (!Array.isArray(rewards) || rewards.length === 0) {
+    throw new InvalidArgumentError({
+      parameter: 'options.rewards',
+      functionName: FN,
+      value: rewards,
+      expected: 'a non-empty array of { name, fn, weight? }',
+    });
+  }
+  const names = new Set<string>();
+  rewards.forEach((reward: Partial<WeightedReward> | null, index) => {
+    const parameter = `options.rewards[${index}]`;
+    validateOptions(reward, { parameter, functionName: FN, known: ['name', 'fn', 'weight'] });
+    if (
+      reward === null ||
+      typeof reward !== 'object' ||
+      typeof reward.name !== 'string' ||
+      reward.name === '' ||
+      reward.name === 'overlong' ||
+      names.has(reward.name) ||
+      typeof reward.fn !== 'function' ||
+      (reward.weight !== undefined && !Number.isFinite(reward.weight))
+    ) {
+      throw new InvalidArgumentError({
+        parameter,
+        functionName: FN,
+        value: reward,
+        expected: "{ name (unique, not 'overlong'), fn: function, weight?: finite number }",
+      });
+    }
+    names.add(reward.name);
+  });
+  return rewards as readonly WeightedReward[];
+}
+
+function checkRunFlags(options: Partial<GrpoTrainerOptions>, config: ResolvedGrpoConfig): void {
+  const { resume, overwrite, acceptConfigChanges } = options;
+  if (resume !== undefined && typeof resume !== 'boolean' && typeof resume !== 'string') {
+    throw new InvalidArgumentError({
+      parameter: 'options.resume',
+      functionName: FN,
+      value: resume,
+      expected: 'a boolean or a checkpoint path',
+    });
+  }
+  for (const [name, value] of [
+    ['overwrite', overwrite],
+    ['acceptConfigChanges', acceptConfigChanges],
+  ] as const) {
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new InvalidArgumentError({
+        parameter: `options.${name}`,
+        functionName: FN,
+        value,
+        expected: 'a boolean',
+      });
+    }
+  }
+  if (overwrite === true && config.outputDir === undefined) {
+    rejectIneffective({
+      parameter: 'options.overwrite',
+      functionName: FN,
+      value: true,
+      because: 'config.outputDir is not set (no files are written)',
+    });
+  }
+  if (acceptConfigChanges === true && (resume === undefined || resume === false)) {
+    rejectIneffective({
+      parameter: 'options.acceptConfigChanges',
+      functionName: FN,
+      value: true,
+      because: 'options.resume is not set (nothing is resumed)',
+    });
+  }
+  for (const name of ['tokenizer', 'onLog', 'onStep'] as const) {
+    const value = options[name];
+    const ok =
+      value === undefined ||
+      (name === 'tokenizer'
+        ? value !== null && typeof (value as { encode?: unknown }).encode === 'function'
+        : typeof value === 'function');
+    if (!ok) {
+      throw new InvalidArgumentError({
+        parameter: `options.${name}`,
+        functionName: FN,
+        value,
+        expected: name === 'tokenizer' ? 'an object with encode(text) => number[]' : 'a function',
+      });
+    }
+  }
+}
+
+/** The checkpoint as a model, refused (and freed) when its shapes do not fit `model`. */
+async function restoredModel(model: LlamaModel, checkpoint: Checkpoint): Promise<LlamaModel> {
+  const restored = await createLlamaModel(checkpoint);
+  for (const [name, tensor] of model.params) {
+    const next = restored.params.get(name);
+    if (
+      next === undefined ||
+      next.shape.length !== tensor.shape.length ||
+      next.shape.some((size, axis) => size !== tensor.shape[axis])
+    ) {
+      restored.dispose();
+      throw new ShapeMismatchError({
+        parameter: `checkpoint tensor ${name}`,
+        functionName: FN,
+        expected: `shape [${tensor.shape.join(', ')}] (the model's)`,
+        actual: next === undefined ? 'missing' : `[${next.shape.join(', ')}]`,
+      });
+    }
+  }
+  return restored;
+}
+
+type Prepared = {
+  plan: RunPlan;
+  loaded: RunCheckpoint | undefined;
+  restored: LlamaModel | undefined;
+};
+
+/** Reads (never writes) what resuming needs and refuses anything inconsistent. */
+async function prepareRun(
+  options: Partial<GrpoTrainerOptions>,
+  config: ResolvedGrpoConfig,
+  model: LlamaModel,
+  settings: Record<string, unknown>,
+  log: (message: string) => void,
+): Promise<Prepared> {
+  const plan = await planRun({
+    outputDir: config.outputDir,
+    resume: options.resume,
+    overwrite: options.overwrite === true,
+    functionName: FN,
+  });
+  if (plan.kind === 'fresh') return { plan, loaded: undefined, restored: undefined };
+  const loaded = await loadRunCheckpoint(plan.checkpoint);
+  const differences = compareSettings({
+    saved: loaded.state.settings,
+    current: settings,
+    checkpoint: plan.checkpoint,
+    accept: options.acceptConfigChanges === true,
+    functionName: FN,
+  });
+  for (const { field, saved, current } of differences) {
+    log(
+      `resuming with a changed setting '${field}': ${JSON.stringify(saved)} → ${JSON.stringify(current)}`,
+    );
+  }
+  if (plan.inPlace && config.outputDir !== undefined) {
+    await checkLogs(config.outputDir, loaded.state.files, FN);
+  }
+  return { plan, loaded, restored: await restoredModel(model, loaded.model) };
+}
+
+function freshState(
+  config: ResolvedGrpoConfig,
+  settings: Record<string, unknown>,
+  size: number,
+): RunState {
+  return {
+    format: RUN_STATE_FORMAT,
+    runId: randomUUID(),
+    step: 0,
+    skippedSteps: 0,
+    consecutiveSkips: 0,
+    rng: createRng(config.seed).derive('sampler').getState(),
+    cursor: { epoch: 0, position: 0 },
+    files: { metricsBytes: 0, completionsBytes: 0 },
+    counters: {},
+    initialEntropy: null,
+    datasetSize: size,
+    fingerprint: fingerprint(settings),
+    settings,
+  };
+}
+
+/**
+ * Creates a {@link GrpoTrainer}. Everything is validated before any file is created or written:
+ * the options and config (unknown keys, ineffective combinations, the loss settings with
+ * `createPolicyTrainer`'s checks, the advantage settings with one `groupAdvantages` dry run), the
+ * rewards, the dataset, the sampler (`updateWeights` unless `syncWeights: false`), the output
+ * folder (a fresh start never replaces another run's files without `overwrite: true`) and, with
+ * `resume`, the checkpoint (its settings fingerprint must match unless `acceptConfigChanges`).
+ * Then it restores the checkpoint (weights, optimizer, RNG, data position, step; logs cut back
+ * to that step) and pushes its weights to the sampler.
+ *
+ * @example
+ * ```ts
+ * const grpo = await createGrpoTrainer({
+ *   model, sampler, dataset: 'data/train.jsonl',
+ *   rewards: [{ name: 'correct', fn: ({ completion, answer }) => (completion.trim() === answer ? 1 : 0) }],
+ *   config: { maxSteps: 200, groupSize: 8, promptsPerStep: 16, maxNewTokens: 64,
+ *     epsilonHigh: 0.28, dynamicSampling: true, schedule: { learningRate: 1e-5 },
+ *     outputDir: 'runs/demo', saveEvery: 20 },
+ *   resume: true,
+ * });
+ * await grpo.train();
+ * ```
+ * @throws {InvalidArgumentError} `INVALID_ARGUMENT` / `UNKNOWN_OPTION` / `INEFFECTIVE_OPTION`
+ * naming the option; {@link OverwriteRefusedError} `WOULD_OVERWRITE`; {@link ResumeMismatchError}
+ * `RESUME_MISMATCH`; `MODEL_LOAD_FAILED` for an unreadable checkpoint;
+ * {@link ShapeMismatchError} when a checkpoint does not fit the model.
+ */
+export async function createGrpoTrainer(options: GrpoTrainerOptions): Promise<GrpoTrainer> {
+  const opts = validateOptions<GrpoTrainerOptions>(options, {
+    parameter: 'options',
+    functionName: FN,
+    known: OPTION_KEYS,
+    aliases: OPTION_ALIASES,
+  });
+  const model = checkModel(opts.model);
+  const config = resolveGrpoConfig(opts.config as GrpoConfig, FN);
+  const sampler = checkSampler(opts.sampler, config);
+  const rewards = checkRewards(opts.rewards);
+  checkRunFlags(opts, config);
+  validatePolicyOptions(config, FN);
+  const weights = rewardWeights(rewards, config);
+  validateAdvantageSettings(config, weights, FN);
+  const dataset =
+    typeof opts.dataset === 'string'
+      ? await loadPromptDataset(opts.dataset)
+      : validatePromptRecords(opts.dataset, FN, 'options.dataset');
+  const log = opts.onLog ?? (config.quiet ? () => {} : (message: string) => console.warn(message));
+  const settings = runSettings(config, model.config, rewards, dataset);
+  const { plan, loaded, restored } = await prepareRun(opts, config, model, settings, log);
+
+  // Everything is valid: build, then write.
+  if (restored) model.replaceParams(new Map(restored.params));
+  const policy = await createPolicyTrainer(model, policyOptions(config, loaded?.reference));
+  let state = freshState(config, settings, dataset.length);
+  if (loaded) {
+    policy.setState({
+      optimizer: loaded.optimizer,
+      skippedSteps: loaded.state.skippedSteps,
+      consecutiveSkips: loaded.state.consecutiveSkips,
+    });
+    state = {
+      ...loaded.state,
+      fingerprint: state.fingerprint,
+      settings,
+      ...(plan.kind === 'resume' && !plan.inPlace
+        ? { files: { metricsBytes: 0, completionsBytes: 0 } }
+        : {}),
+    };
+  }
+  if (config.outputDir !== undefined) {
+    await clearPreviousRun(plan.clear);
+    await mkdir(config.outputDir, { recursive: true });
+    if (plan.kind === 'resume' && plan.inPlace) await cutLogs(config.outputDir, state.files);
+  }
+  if (loaded && config.syncWeights) {
+    await sampler.updateWeights!(model.toWeightSnapshot(policy.step));
+  }
+  const run: RunContext = {
+    policy,
+    model,
+    sampler,
+    dataset,
+    rewards,
+    config,
+    tokenizer: opts.tokenizer,
+    log,
+    onStep: opts.onStep,
+    columns: rewardColumns(rewards, config),
+    weights,
+    settings,
+    fingerprint: state.fingerprint,
+    runId: state.runId,
+    started: performance.now(),
+    rng: createRng(state.rng),
+    cursor: { ...state.cursor },
+    order: undefined,
+    completed: state.step,
+    counters: { ...state.counters },
+    initialEntropy: state.initialEntropy,
+    files: { ...state.files },
+    lastCheckpointMs: 0,
+  };
+  return new GrpoTrainer(run);
+}

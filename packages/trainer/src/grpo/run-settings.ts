@@ -1,0 +1,100 @@
+import {
+  diffSettings,
+  fingerprint,
+  ResumeMismatchError,
+  type SettingsDifference,
+  type WeightedReward,
+} from '@rlvr/core';
+import type { LlamaConfig } from '@rlvr/model';
+import { TRAINER_DEFAULTS } from '../defaults.js';
+import type { ResolvedGrpoConfig } from './grpo-config.js';
+import type { PromptRecord } from './prompt-dataset.js';
+
+/**
+ * Everything that changes a run's math, under the config's own field names (so a mismatch names
+ * the field to change): the model config, sampling, loss, advantage and optimization settings,
+ * group size, prompts per step, seed and data order, the reward functions' names and weights,
+ * and a hash of the dataset. Not included: `maxSteps` (extending a run is normal), output and
+ * logging settings, `microBatchSize` (the update does not depend on it), `onNonFinite` /
+ * `maxConsecutiveSkips`, `syncWeights`. @internal
+ */
+export function runSettings(
+  config: ResolvedGrpoConfig,
+  model: LlamaConfig,
+  rewards: readonly WeightedReward[],
+  dataset: readonly PromptRecord[],
+): Record<string, unknown> {
+  const pick = <K extends keyof ResolvedGrpoConfig>(keys: readonly K[]) =>
+    Object.fromEntries(keys.map((key) => [key, config[key]]));
+  return {
+    model,
+    dataset: fingerprint(dataset),
+    datasetSize: dataset.length,
+    rewards: rewards.map((reward) => ({ name: reward.name, weight: reward.weight ?? 1 })),
+    ...pick([
+      'promptsPerStep',
+      'groupSize',
+      'seed',
+      'shuffle',
+      'maxNewTokens',
+      'temperature',
+      'topP',
+      'topK',
+      'minP',
+      'repetitionPenalty',
+      'stop',
+      'beta',
+      'epsilonLow',
+      'epsilonHigh',
+      'delta',
+      'dualClip',
+      'ratioLevel',
+      'entropyCoefficient',
+      'lossAggregation',
+      'numIterations',
+      'miniBatchSize',
+      'mismatch',
+      'scaleRewards',
+      'advantageBaseline',
+      'rewardStd',
+      'multiReward',
+      'maskTruncatedCompletions',
+      'overlong',
+      'schedule',
+      'maxGradNorm',
+    ]),
+    klEstimator: config.beta > 0 ? config.klEstimator : undefined,
+    normalizer:
+      config.lossAggregation === 'seq-mean-token-sum-norm'
+        ? (config.normalizer ?? config.maxNewTokens)
+        : undefined,
+    dynamicSampling: config.dynamic,
+    optimizer: { weightDecay: TRAINER_DEFAULTS.weightDecay, ...config.optimizer },
+  };
+}
+
+/**
+ * The differences between a checkpoint's settings and the current ones; throws
+ * {@link ResumeMismatchError} naming them unless `accept` (then they are returned for the log).
+ * @internal
+ */
+export function compareSettings(options: {
+  saved: unknown;
+  current: Record<string, unknown>;
+  checkpoint: string;
+  accept: boolean;
+  functionName: string;
+}): SettingsDifference[] {
+  // Through JSON, as the saved copy went (undefined members dropped, numbers round-tripped).
+  const current = JSON.parse(JSON.stringify(options.current)) as unknown;
+  const differences = diffSettings(options.saved, current);
+  if (differences.length > 0 && !options.accept) {
+    throw new ResumeMismatchError({
+      what: `the checkpoint '${options.checkpoint}'`,
+      differences,
+      allowWith: 'acceptConfigChanges: true',
+      functionName: options.functionName,
+    });
+  }
+  return differences;
+}
