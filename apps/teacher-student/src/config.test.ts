@@ -1,7 +1,8 @@
 import { createRng, InvalidArgumentError } from '@rlvr/core';
 import { createTokenizer } from '@rlvr/model';
 import { describe, expect, it } from 'vitest';
-import { configFromArgs, DEFAULT_CONFIG, validateConfig } from './config.js';
+import { configFromArgs } from './cli.js';
+import { DEFAULT_CONFIG, validateConfig } from './config.js';
 import { parametersOf } from './models.js';
 import { correctness, r1Format, taskAnswer } from './rewards.js';
 import { buildTaskTokenizer, makeSplits, runningValues, solve, solveWithSlips } from './task.js';
@@ -28,9 +29,11 @@ describe('configFromArgs', () => {
   it('rejects bad flags with typed errors naming the flag', () => {
     expectInvalid(['--device', 'tpu'], '--device');
     expectInvalid(['--seed', '1.5'], '--seed');
-    expectInvalid(['--grpo-steps', 'many'], '--grpo-steps');
+    expectInvalid(['--max-steps', 'many'], '--max-steps');
+    expectInvalid(['--seed', ''], '--seed');
     expectInvalid(['--teacher', 'big'], '--teacher');
-    expectInvalid(['--frobnicate'], 'argv');
+    expectInvalid(['--frobnicate'], '--frobnicate');
+    expectInvalid(['--seed'], 'argv');
   });
 
   it('rejects bad config-file values naming the field', () => {
@@ -41,11 +44,8 @@ describe('configFromArgs', () => {
       }),
     ).toThrow(/warmStart\.slipRate/);
     expect(() =>
-      validateConfig({
-        ...DEFAULT_CONFIG,
-        grpo: { ...DEFAULT_CONFIG.grpo, lossAggregation: 'sum' as 'token-mean' },
-      }),
-    ).toThrow(/grpo\.lossAggregation/);
+      validateConfig({ ...DEFAULT_CONFIG, grpo: { ...DEFAULT_CONFIG.grpo, maxSteps: 0 } }),
+    ).toThrow(/grpo\.maxSteps/);
   });
 
   it('keeps the default student at most a quarter of the teacher', () => {

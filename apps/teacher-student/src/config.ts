@@ -1,7 +1,14 @@
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { InvalidArgumentError, validateInteger, validateNumber, validateOneOf } from '@rlvr/core';
-import { type TaskConfig, validateTaskConfig } from './task.js';
+import {
+  InvalidArgumentError,
+  validateInteger,
+  validateNumber,
+  validateOneOf,
+  validateOptions,
+} from '@rlvr/core';
+import { createTokenizer } from '@rlvr/model';
+import type { GrpoConfig as TrainerGrpoConfig } from '@rlvr/trainer';
+import { parametersOf } from './models.js';
+import { buildTaskTokenizer, type TaskConfig, validateTaskConfig } from './task.js';
 
 /** A Llama-style model size (Hugging Face field meanings). */
 export type ModelSize = {
@@ -12,30 +19,73 @@ export type ModelSize = {
   intermediateSize: number;
 };
 
-/** GRPO settings of one RL phase. */
-export type GrpoConfig = {
-  /** Optimizer steps (the RL-only student runs on a wall-clock budget instead, capped by this). */
-  steps: number;
-  /** Groups (prompts) per step after dynamic sampling. */
+/**
+ * Keys of @rlvr/trainer's `GrpoConfig` that a run config's `grpo` section may set; they are passed
+ * to `createGrpoTrainer` as they are (same names, same meanings, same defaults where the app does
+ * not set them). `maxNewTokens` and `seed` come from the top level of the run config, and the app
+ * sets `outputDir`, `progress` and `quiet` itself.
+ */
+export const TRAINER_GRPO_KEYS = [
+  'maxSteps',
+  'promptsPerStep',
+  'groupSize',
+  'shuffle',
+  'temperature',
+  'topP',
+  'topK',
+  'minP',
+  'repetitionPenalty',
+  'stop',
+  'beta',
+  'klEstimator',
+  'epsilonLow',
+  'epsilonHigh',
+  'delta',
+  'dualClip',
+  'ratioLevel',
+  'entropyCoefficient',
+  'lossAggregation',
+  'normalizer',
+  'numIterations',
+  'miniBatchSize',
+  'mismatch',
+  'scaleRewards',
+  'advantageBaseline',
+  'rewardStd',
+  'multiReward',
+  'dynamicSampling',
+  'maskTruncatedCompletions',
+  'overlong',
+  'schedule',
+  'optimizer',
+  'maxGradNorm',
+  'microBatchSize',
+  'onNonFinite',
+  'saveEvery',
+  'keepLast',
+  'logCompletionsEvery',
+  'entropyCollapseRatio',
+] as const satisfies readonly (keyof TrainerGrpoConfig)[];
+
+/** The app's own keys of the `grpo` section (not trainer settings). */
+export const APP_GRPO_KEYS = ['formatWeight', 'evalEvery', 'evalPrompts'] as const;
+
+/** The trainer settings a run config may carry (see {@link TRAINER_GRPO_KEYS}). */
+export type TrainerGrpoSettings = Pick<TrainerGrpoConfig, (typeof TRAINER_GRPO_KEYS)[number]>;
+
+/**
+ * GRPO settings of the RL phases: @rlvr/trainer's `GrpoConfig` names (`maxSteps`, `beta`,
+ * `dynamicSampling`, `lossAggregation`, `schedule`, …) plus three of the app's own.
+ */
+export type GrpoConfig = TrainerGrpoSettings & {
+  /** Generation steps of the teacher's GRPO (the RL-only student runs on a wall-clock budget). */
+  maxSteps: number;
+  /** Groups (prompts) trained on per step. */
   promptsPerStep: number;
   /** G: samples per prompt. */
   groupSize: number;
-  learningRate: number;
-  /** β of the k3 KL penalty to the warm-start (reference) model. */
-  klCoefficient: number;
-  /** Dynamic sampling: extra sampling rounds per step to replace zero-variance groups. */
-  maxResampleRounds: number;
-  temperature: number;
   /** Weight of the format reward next to correctness (weight 1). */
   formatWeight: number;
-  /**
-   * Mask completions that hit `maxNewTokens` out of the loss (DAPO's overlong filtering). Off by
-   * default here: every correct trace fits in `maxNewTokens`, so a truncated completion is a
-   * degenerate one and should get its negative advantage.
-   */
-  maskTruncated: boolean;
-  /** Loss aggregation of the GRPO objective (@rlvr/trainer's `aggregation`). */
-  lossAggregation: 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum-norm';
   /** Held-out greedy accuracy every this many steps (0: never). */
   evalEvery: number;
   /** Held-out prompts for that greedy check. */
@@ -99,16 +149,21 @@ export const DEFAULT_CONFIG: RunConfig = {
   student: { hiddenSize: 64, layers: 2, heads: 2, kvHeads: 1, intermediateSize: 128 },
   warmStart: { examples: 2000, steps: 600, batchSize: 32, learningRate: 3e-3, slipRate: 0.2 },
   grpo: {
-    steps: 30,
+    maxSteps: 30,
     promptsPerStep: 16,
     groupSize: 8,
-    learningRate: 3e-4,
-    klCoefficient: 0.001,
-    maxResampleRounds: 2,
     temperature: 1,
-    formatWeight: 0.2,
-    maskTruncated: false,
+    beta: 0.001,
+    klEstimator: 'k3',
+    epsilonLow: 0.2,
+    epsilonHigh: 0.28,
     lossAggregation: 'token-mean',
+    dynamicSampling: { minStd: 1e-6, maxRounds: 3 },
+    maskTruncatedCompletions: false,
+    schedule: { learningRate: 3e-4, schedule: 'constant', warmupSteps: 5 },
+    maxGradNorm: 1,
+    microBatchSize: 64,
+    formatWeight: 0.2,
     evalEvery: 10,
     evalPrompts: 64,
   },
@@ -135,7 +190,7 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
   teacher: { hiddenSize: 64, layers: 2, heads: 2, kvHeads: 1, intermediateSize: 160 },
   student: { hiddenSize: 32, layers: 1, heads: 2, kvHeads: 1, intermediateSize: 64 },
   warmStart: { examples: 600, steps: 800, batchSize: 32 },
-  grpo: { steps: 40, promptsPerStep: 16, evalEvery: 10, evalPrompts: 32 },
+  grpo: { maxSteps: 40, promptsPerStep: 16, evalEvery: 10, evalPrompts: 32 },
   distill: { prompts: 300, tracesPerPrompt: 4, epochs: 3 },
   evaluation: { samples: 16 },
   workers: 1,
@@ -167,29 +222,68 @@ export function mergeConfig<T>(base: T, override: DeepPartial<T> | undefined): T
 
 const FN = 'teacher-student';
 
-function checkKeys(value: unknown, template: unknown, path: string): void {
-  if (!isPlainObject(template)) return;
-  if (!isPlainObject(value)) {
-    throw new InvalidArgumentError({
-      parameter: path || 'config',
-      functionName: FN,
-      value,
-      expected: 'an object',
-    });
-  }
-  for (const [key, child] of Object.entries(value)) {
-    if (!(key in template)) {
+/** The known keys of each section of a {@link RunConfig} (`grpo`: see {@link TRAINER_GRPO_KEYS}). */
+const KNOWN_KEYS: Record<string, readonly string[]> = {
+  '': Object.keys(DEFAULT_CONFIG),
+  task: ['minTerms', 'maxTerms', 'operators', 'termMax'],
+  data: ['train', 'eval'],
+  teacher: ['hiddenSize', 'layers', 'heads', 'kvHeads', 'intermediateSize'],
+  student: ['hiddenSize', 'layers', 'heads', 'kvHeads', 'intermediateSize'],
+  warmStart: Object.keys(DEFAULT_CONFIG.warmStart),
+  grpo: [...TRAINER_GRPO_KEYS, ...APP_GRPO_KEYS],
+  'grpo.schedule': [
+    'learningRate',
+    'schedule',
+    'warmupSteps',
+    'totalSteps',
+    'minLearningRateRatio',
+  ],
+  'grpo.dynamicSampling': ['minStd', 'maxRounds'],
+  distill: Object.keys(DEFAULT_CONFIG.distill),
+  evaluation: Object.keys(DEFAULT_CONFIG.evaluation),
+};
+
+/** Names this app used before it took @rlvr/trainer's `GrpoConfig` names (for the hint only). */
+const GRPO_ALIASES: Record<string, string> = {
+  steps: 'maxSteps',
+  klCoefficient: 'beta',
+  kl_coef: 'beta',
+  maxResampleRounds: 'dynamicSampling',
+  maskTruncated: 'maskTruncatedCompletions',
+  learningRate: 'schedule',
+  aggregation: 'lossAggregation',
+};
+
+/**
+ * Throws `UNKNOWN_OPTION` for a key outside the known ones of its section, naming it and the
+ * closest valid key (`grpo.klCoefficient`: did you mean 'beta'?). Sections must be objects.
+ */
+export function checkKnownKeys(value: unknown, path = ''): void {
+  const known = KNOWN_KEYS[path];
+  if (known === undefined) return;
+  validateOptions(value, {
+    parameter: path,
+    functionName: FN,
+    known,
+    ...(path === 'grpo' ? { aliases: GRPO_ALIASES } : {}),
+  });
+  if (value === undefined) return;
+  for (const [key, child] of Object.entries(value as Record<string, unknown>)) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (KNOWN_KEYS[childPath] === undefined) continue;
+    // `dynamicSampling: true | false` is the trainer's shorthand.
+    if (childPath === 'grpo.dynamicSampling' && typeof child === 'boolean') continue;
+    if (!isPlainObject(child)) {
       throw new InvalidArgumentError({
-        parameter: path ? `${path}.${key}` : key,
+        parameter: childPath,
         functionName: FN,
         value: child,
-        expected: `one of the known keys (${Object.keys(template).join(', ')})`,
+        expected: 'an object',
       });
     }
-    checkKeys(child, (template as Record<string, unknown>)[key], path ? `${path}.${key}` : key);
+    checkKnownKeys(child, childPath);
   }
 }
-
 function validateSize(size: ModelSize, name: string): ModelSize {
   const int = (key: keyof ModelSize, min: number) =>
     validateInteger(size[key], { parameter: `${name}.${key}`, functionName: FN, min });
@@ -215,7 +309,7 @@ function validateSize(size: ModelSize, name: string): ModelSize {
 
 /** Validates a complete config; every error names the field (e.g. `grpo.groupSize`). */
 export function validateConfig(config: RunConfig): RunConfig {
-  checkKeys(config, DEFAULT_CONFIG, '');
+  checkKnownKeys(config);
   const int = (value: number, parameter: string, min: number) =>
     validateInteger(value, { parameter, functionName: FN, min });
   const num = (value: number, parameter: string, min: number) =>
@@ -246,27 +340,10 @@ export function validateConfig(config: RunConfig): RunConfig {
     min: 0,
     max: 1,
   });
-  int(config.grpo.steps, 'grpo.steps', 1);
-  int(config.grpo.promptsPerStep, 'grpo.promptsPerStep', 1);
-  int(config.grpo.groupSize, 'grpo.groupSize', 2);
-  num(config.grpo.learningRate, 'grpo.learningRate', 0);
-  num(config.grpo.klCoefficient, 'grpo.klCoefficient', 0);
-  int(config.grpo.maxResampleRounds, 'grpo.maxResampleRounds', 0);
-  num(config.grpo.temperature, 'grpo.temperature', 0);
+  // The trainer's own settings are checked by @rlvr/trainer itself (`checkRun` builds a trainer on
+  // a tiny model before anything is written); these are the ones the app reads.
+  int(config.grpo.maxSteps, 'grpo.maxSteps', 1);
   num(config.grpo.formatWeight, 'grpo.formatWeight', 0);
-  if (typeof config.grpo.maskTruncated !== 'boolean') {
-    throw new InvalidArgumentError({
-      parameter: 'grpo.maskTruncated',
-      functionName: FN,
-      value: config.grpo.maskTruncated,
-      expected: 'a boolean',
-    });
-  }
-  validateOneOf(
-    config.grpo.lossAggregation,
-    ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'],
-    { parameter: 'grpo.lossAggregation', functionName: FN },
-  );
   int(config.grpo.evalEvery, 'grpo.evalEvery', 0);
   int(config.grpo.evalPrompts, 'grpo.evalPrompts', 1);
   int(config.distill.prompts, 'distill.prompts', 1);
@@ -292,6 +369,17 @@ export function validateConfig(config: RunConfig): RunConfig {
       expected: `at most data.eval (${config.data.eval})`,
     });
   }
+  const vocabSize = createTokenizer(buildTaskTokenizer()).vocabSize;
+  const teacherParameters = parametersOf(config.teacher, vocabSize);
+  const studentParameters = parametersOf(config.student, vocabSize);
+  if (studentParameters * 4 > teacherParameters) {
+    throw new InvalidArgumentError({
+      parameter: 'student',
+      functionName: FN,
+      value: config.student,
+      expected: `a size with at most 1/4 of the teacher's ${teacherParameters} parameters (got ${studentParameters})`,
+    });
+  }
   for (const [parameter, value] of [
     ['warmStart.examples', config.warmStart.examples],
     ['distill.prompts', config.distill.prompts],
@@ -306,134 +394,4 @@ export function validateConfig(config: RunConfig): RunConfig {
     }
   }
   return config;
-}
-
-/** Parses a model size written `HIDDENxLAYERS` (e.g. `128x4`); heads and MLP width follow. */
-export function parseSize(text: string, parameter: string): ModelSize {
-  const match = /^(\d+)x(\d+)$/.exec(text);
-  if (!match) {
-    throw new InvalidArgumentError({
-      parameter,
-      functionName: FN,
-      value: text,
-      expected: 'HIDDENxLAYERS, e.g. 128x4',
-    });
-  }
-  const hiddenSize = Number(match[1]);
-  const layers = Number(match[2]);
-  const heads = hiddenSize >= 128 ? 4 : 2;
-  return {
-    hiddenSize,
-    layers,
-    heads,
-    kvHeads: Math.max(1, heads / 2),
-    intermediateSize: Math.round((hiddenSize * 2.75) / 16) * 16,
-  };
-}
-
-export const USAGE = `Usage: pnpm --filter @rlvr/teacher-student start [options]
-
-RL a teacher with GRPO, distill a student from its verified traces, evaluate all four models with
-test-time voting, and write report.json + report.html.
-
-Options:
-  --quick                 CI-sized run (a few minutes)
-  --config <file.json>    JSON overrides of the run config (deep-merged)
-  --seed <n>              seed of everything stochastic (default ${DEFAULT_CONFIG.seed})
-  --out <dir>             output folder (default ${DEFAULT_CONFIG.outDir}; --quick: runs/teacher-student-quick)
-  --device <cpu|cuda>     cuda: onnxruntime CUDA EP + tfjs-node-gpu (both must be installed)
-  --teacher <HxL>         teacher size, e.g. 128x4
-  --student <HxL>         student size, e.g. 64x3 (at most 1/4 of the teacher's parameters)
-  --warm-start-steps <n>  SFT warm-start steps
-  --grpo-steps <n>        teacher GRPO steps
-  --distill-epochs <n>    passes of the student over the teacher's verified traces
-  --eval-prompts <n>      held-out prompts
-  --fresh                 ignore finished phases in the output folder
-  --help                  this text
-`;
-
-/** CLI flags → a validated config (and whether to resume). */
-export function configFromArgs(argv: readonly string[]): {
-  config: RunConfig;
-  fresh: boolean;
-  help: boolean;
-} {
-  let parsed: ReturnType<typeof parseArgs>;
-  const options = {
-    quick: { type: 'boolean' },
-    config: { type: 'string' },
-    seed: { type: 'string' },
-    out: { type: 'string' },
-    device: { type: 'string' },
-    teacher: { type: 'string' },
-    student: { type: 'string' },
-    'warm-start-steps': { type: 'string' },
-    'grpo-steps': { type: 'string' },
-    'distill-epochs': { type: 'string' },
-    'eval-prompts': { type: 'string' },
-    fresh: { type: 'boolean' },
-    help: { type: 'boolean' },
-  } as const;
-  try {
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: false, strict: true });
-  } catch (error) {
-    throw new InvalidArgumentError({
-      parameter: 'argv',
-      functionName: FN,
-      value: argv.join(' '),
-      expected: `known flags (${(error as Error).message})`,
-      cause: error,
-    });
-  }
-  const values = parsed.values as Record<string, string | boolean | undefined>;
-  let config: RunConfig = structuredClone(DEFAULT_CONFIG);
-  if (values.quick) {
-    config = mergeConfig(config, QUICK_OVERRIDES);
-    config.outDir = 'runs/teacher-student-quick';
-  }
-  if (typeof values.config === 'string') {
-    let fileConfig: unknown;
-    try {
-      fileConfig = JSON.parse(readFileSync(values.config, 'utf8'));
-    } catch (error) {
-      throw new InvalidArgumentError({
-        parameter: '--config',
-        functionName: FN,
-        value: values.config,
-        expected: 'a readable JSON file',
-        cause: error,
-      });
-    }
-    checkKeys(fileConfig, DEFAULT_CONFIG, '');
-    config = mergeConfig(config, fileConfig as DeepPartial<RunConfig>);
-  }
-  const integer = (flag: string) => {
-    const text = values[flag] as string;
-    const value = Number(text);
-    return validateInteger(value, { parameter: `--${flag}`, functionName: FN, min: 0 });
-  };
-  if (values.seed !== undefined) config.seed = integer('seed');
-  if (typeof values.out === 'string') config.outDir = values.out;
-  if (values.device !== undefined) {
-    config.device = validateOneOf(values.device, ['cpu', 'cuda'] as const, {
-      parameter: '--device',
-      functionName: FN,
-    });
-  }
-  if (typeof values.teacher === 'string') config.teacher = parseSize(values.teacher, '--teacher');
-  if (typeof values.student === 'string') config.student = parseSize(values.student, '--student');
-  if (values['warm-start-steps'] !== undefined) {
-    config.warmStart.steps = integer('warm-start-steps');
-  }
-  if (values['grpo-steps'] !== undefined) config.grpo.steps = integer('grpo-steps');
-  if (values['distill-epochs'] !== undefined) config.distill.epochs = integer('distill-epochs');
-  if (values['eval-prompts'] !== undefined) {
-    config.data.eval = integer('eval-prompts');
-    config.grpo.evalPrompts = Math.min(config.grpo.evalPrompts, config.data.eval);
-  }
-  return {
-    config: validateConfig(config),
-    fresh: values.fresh === true,
-    help: values.help === true,
-  };
 }

@@ -1,35 +1,39 @@
-import { type Completion, createRng, filterGroups, groupAdvantages } from '@rlvr/core';
-import { type Checkpoint, createTokenizer } from '@rlvr/model';
-import { createLlamaModel, createPolicyTrainer, type TokenSequence } from '@rlvr/trainer';
-import type { GrpoConfig } from './config.js';
+import type { Checkpoint } from '@rlvr/model';
+import {
+  createGrpoTrainer,
+  createLlamaModel,
+  type GrpoMetricRecord,
+  type GrpoConfig as TrainerGrpoConfig,
+} from '@rlvr/trainer';
+import { type GrpoConfig, TRAINER_GRPO_KEYS } from './config.js';
 import type { PhaseProgress } from './progress.js';
-import { correctness, r1Format } from './rewards.js';
+import { correctness, correctnessReward, formatReward } from './rewards.js';
 import { createSampler, type Runtime } from './runtime.js';
 import type { ModArithProblem } from './task.js';
 
-/** Metrics of one GRPO step (the report's RL curves). */
+/** One GRPO step as the report draws it, read from the trainer's metrics record. */
 export type GrpoStepRecord = {
   step: number;
   /** Wall time since the phase started, ms. */
   elapsedMs: number;
-  /** Mean combined reward (correctness + formatWeight · format) of the first sampling round. */
+  /** `reward/mean`: combined reward (correctness + formatWeight · format) of every sample. */
   reward: number;
-  /** Fraction of correct completions in the first round (training prompts). */
+  /** `reward/correct/mean`: fraction of correct completions (training prompts). */
   accuracy: number;
-  /** Fraction of completions in the R1 format. */
+  /** `reward/format/mean`: fraction of completions in the R1 format. */
   formatRate: number;
-  /** Mean completion length in tokens. */
+  /** `completions/mean_length`, tokens. */
   meanLength: number;
-  /** Fraction of first-round groups whose rewards all agree (no signal): `frac_reward_zero_std`. */
+  /** `frac_reward_zero_std`: fraction of sampled groups whose rewards all agree (no signal). */
   fracZeroStd: number;
-  /** Sampling rounds taken by dynamic sampling. */
+  /** `dynamic_sampling/rounds`. */
   rounds: number;
-  /** Groups trained on after filtering. */
+  /** `dynamic_sampling/kept_groups`: groups trained on. */
   keptGroups: number;
   loss: number;
-  /** k3 KL to the warm-start (reference) policy. */
+  /** `kl`: k3 KL to the warm-start (reference) policy. */
   kl: number;
-  /** Mean token entropy of the policy, nats. */
+  /** `entropy`: mean token entropy of the policy before the update, nats. */
   entropy: number;
   clipFraction: number;
   gradNorm: number;
@@ -45,6 +49,8 @@ export type GrpoResult = {
   initialHeldOutAccuracy: number;
   steps: number;
   sampledCompletions: number;
+  /** Updates skipped by the trainer (non-finite loss or gradients). */
+  skippedUpdates: number;
   timeMs: number;
   /** Why the loop ended. */
   stoppedBecause: 'steps' | 'time-budget';
@@ -69,12 +75,83 @@ async function greedyAccuracy(
 }
 
 /**
- * GRPO with @rlvr/rollout as the sampler, the task verifiers as rewards (correctness + R1 format),
- * DAPO-style dynamic sampling (zero-variance groups are dropped and replaced by fresh prompts, up to
- * `maxResampleRounds` extra rounds), truncated completions optionally masked out
- * (`maskTruncated`), clip-higher, the configured loss aggregation and a k3 KL penalty to the
- * starting policy. Runs `config.steps` steps, or until
- * `budgetMs` of wall time is spent when given.
+ * The trainer's `GrpoConfig` of a phase: the run config's trainer keys as they are, plus what the
+ * app decides (`maxNewTokens`, `seed`, `outputDir`, no console output of its own).
+ */
+export function trainerConfig(
+  config: GrpoConfig,
+  settings: { maxSteps: number; maxNewTokens: number; seed: number; outputDir?: string },
+): TrainerGrpoConfig {
+  const out: Record<string, unknown> = {};
+  for (const key of TRAINER_GRPO_KEYS) {
+    if (config[key] !== undefined) out[key] = config[key];
+  }
+  return {
+    ...(out as Omit<TrainerGrpoConfig, 'maxSteps' | 'maxNewTokens'>),
+    maxSteps: settings.maxSteps,
+    maxNewTokens: settings.maxNewTokens,
+    seed: settings.seed,
+    ...(settings.outputDir === undefined ? {} : { outputDir: settings.outputDir }),
+    progress: false,
+  };
+}
+
+/** The reward functions of the RL phases: correctness (weight 1) and the R1 format. */
+export function grpoRewards(formatWeight: number) {
+  return [
+    { name: 'correct', fn: correctnessReward },
+    { name: 'format', fn: formatReward, weight: formatWeight },
+  ];
+}
+
+function stepRecord(record: GrpoMetricRecord, elapsedMs: number): GrpoStepRecord {
+  const m = record.metrics;
+  const at = (key: string) => m[key] ?? 0;
+  return {
+    step: record.step,
+    elapsedMs,
+    reward: at('reward/mean'),
+    accuracy: at('reward/correct/mean'),
+    formatRate: at('reward/format/mean'),
+    meanLength: at('completions/mean_length'),
+    fracZeroStd: at('frac_reward_zero_std'),
+    rounds: at('dynamic_sampling/rounds'),
+    keptGroups: at('dynamic_sampling/kept_groups'),
+    loss: at('loss'),
+    kl: at('kl'),
+    entropy: at('entropy'),
+    clipFraction: at('clip_fraction'),
+    gradNorm: at('grad_norm'),
+  };
+}
+
+/**
+ * Logs each kind of trainer diagnostic once (numbers masked), so a message that repeats every step
+ * does not flood the log; returns a function that reports how many repeats were not printed.
+ */
+function onceLogger(log: (line: string) => void, label: string) {
+  const seen = new Map<string, number>();
+  return {
+    log(message: string) {
+      const kind = message.replace(/\[grpo step \d+\] /, '').replace(/\d+(\.\d+)?/g, '#');
+      const count = seen.get(kind) ?? 0;
+      seen.set(kind, count + 1);
+      if (count === 0) log(`[${label}] ${message}`);
+    },
+    summary() {
+      for (const [kind, count] of seen) {
+        if (count > 1) log(`[${label}] (${count - 1} more like: ${kind.slice(0, 80)}…)`);
+      }
+    },
+  };
+}
+
+/**
+ * One GRPO phase on @rlvr/trainer's `GrpoTrainer` with an @rlvr/rollout ONNX sampler (engine of
+ * the sampler's choosing): rewards = correctness + formatWeight · R1 format, everything else as the
+ * run config's trainer keys say. The app drives `step()` itself, so it can check held-out greedy
+ * accuracy between steps and stop on a wall-clock budget (`budgetMs`, the RL-only student's).
+ * The trainer writes `metrics.jsonl`, `completions.jsonl` and its checkpoints under `outputDir`.
  */
 export async function runGrpo(options: {
   runtime: Runtime;
@@ -82,144 +159,53 @@ export async function runGrpo(options: {
   train: readonly ModArithProblem[];
   heldOut: readonly ModArithProblem[];
   config: GrpoConfig;
+  maxSteps: number;
   maxNewTokens: number;
   seed: number;
+  outputDir: string;
+  label: string;
   budgetMs?: number;
   progress?: PhaseProgress;
+  log: (line: string) => void;
 }): Promise<GrpoResult> {
   const started = performance.now();
   const { config } = options;
-  const tokenizer = createTokenizer(options.checkpoint.tokenizer!);
   const model = await createLlamaModel(options.checkpoint);
-  const trainer = await createPolicyTrainer(model, {
-    schedule: {
-      learningRate: config.learningRate,
-      schedule: 'constant',
-      warmupSteps: Math.min(5, config.steps),
-    },
-    maxGradNorm: 1,
-    microBatchSize: 64,
-    onNonFinite: 'skip',
-    grpo: {
-      epsilonLow: 0.2,
-      epsilonHigh: 0.28,
-      klCoefficient: config.klCoefficient,
-      klEstimator: 'k3',
-      aggregation: config.lossAggregation,
-      ...(config.lossAggregation === 'seq-mean-token-sum-norm'
-        ? { normalizer: options.maxNewTokens }
-        : {}),
-    },
-  });
   const sampler = await createSampler(options.runtime, options.checkpoint);
-  const rng = createRng(options.seed).derive('grpo');
+  const diagnostics = onceLogger(options.log, options.label);
   const history: GrpoStepRecord[] = [];
   let sampledCompletions = 0;
+  let skippedUpdates = 0;
   let stoppedBecause: GrpoResult['stoppedBecause'] = 'steps';
   const evalSet = options.heldOut.slice(0, config.evalPrompts);
+  let grpo: Awaited<ReturnType<typeof createGrpoTrainer>> | undefined;
   try {
+    grpo = await createGrpoTrainer({
+      model,
+      sampler,
+      dataset: options.train.map(({ id, prompt, answer }) => ({ id, prompt, answer })),
+      rewards: grpoRewards(config.formatWeight),
+      config: trainerConfig(config, {
+        maxSteps: options.maxSteps,
+        maxNewTokens: options.maxNewTokens,
+        seed: options.seed,
+        outputDir: options.outputDir,
+      }),
+      onLog: diagnostics.log,
+    });
     const initialHeldOutAccuracy = await greedyAccuracy(sampler, evalSet, options.maxNewTokens);
-    for (let step = 1; step <= config.steps; step++) {
+    while (grpo.completedSteps < options.maxSteps) {
       if (options.budgetMs !== undefined && performance.now() - started >= options.budgetMs) {
         stoppedBecause = 'time-budget';
         break;
       }
-      type Group = {
-        problem: ModArithProblem;
-        completions: Completion[];
-        correct: number[];
-        format: number[];
-      };
-      const kept: Group[] = [];
-      let first: { groups: Group[]; fracZeroStd: number } | undefined;
-      let rounds = 0;
-      while (kept.length < config.promptsPerStep && rounds <= config.maxResampleRounds) {
-        const problems = Array.from(
-          { length: config.promptsPerStep },
-          () => options.train[rng.nextInt(options.train.length)]!,
-        );
-        const sampled = await sampler.sample({
-          prompts: problems.map((problem) => problem.prompt),
-          n: config.groupSize,
-          maxNewTokens: options.maxNewTokens,
-          temperature: config.temperature,
-          seed: rng.nextUint32(),
-        });
-        rounds++;
-        const groups: Group[] = sampled.map((completions, index) => {
-          const problem = problems[index]!;
-          return {
-            problem,
-            completions,
-            correct: completions.map((completion) => correctness(completion.text, problem.answer)),
-            format: completions.map((completion) => r1Format(completion.text)),
-          };
-        });
-        sampledCompletions += groups.length * config.groupSize;
-        const filtered = filterGroups(
-          groups.map((group) =>
-            group.correct.map((c, index) => c + config.formatWeight * group.format[index]!),
-          ),
-        );
-        first ??= { groups, fracZeroStd: filtered.fracRewardZeroStd };
-        for (const index of filtered.keptIndices) {
-          if (kept.length < config.promptsPerStep) kept.push(groups[index]!);
-        }
-      }
-      const all = first!.groups;
-      const record: GrpoStepRecord = {
-        step,
-        elapsedMs: 0,
-        reward: mean(
-          all.flatMap((group) =>
-            group.correct.map((c, index) => c + config.formatWeight * group.format[index]!),
-          ),
-        ),
-        accuracy: mean(all.flatMap((group) => group.correct)),
-        formatRate: mean(all.flatMap((group) => group.format)),
-        meanLength: mean(all.flatMap((group) => group.completions.map((c) => c.tokenIds.length))),
-        fracZeroStd: first!.fracZeroStd,
-        rounds,
-        keptGroups: kept.length,
-        loss: 0,
-        kl: 0,
-        entropy: 0,
-        clipFraction: 0,
-        gradNorm: 0,
-      };
-      if (kept.length > 0) {
-        const { advantages } = groupAdvantages(
-          [kept.flatMap((group) => group.correct), kept.flatMap((group) => group.format)],
-          { groupSize: config.groupSize, weights: [1, config.formatWeight] },
-        );
-        const completions = kept.flatMap((group) => group.completions);
-        const sequences: TokenSequence[] = kept.flatMap((group) => {
-          const promptIds = tokenizer.encode(group.problem.prompt);
-          return group.completions.map((completion) => ({
-            promptIds,
-            completionIds: completion.tokenIds,
-          }));
-        });
-        const mask = completions.map((completion) =>
-          new Array<number>(completion.tokenIds.length).fill(
-            config.maskTruncated && completion.finishReason === 'length' ? 0 : 1,
-          ),
-        );
-        const usable = sequences.map((sequence) => sequence.completionIds.length > 0);
-        const result = trainer.grpoStep({
-          sequences: sequences.filter((_, index) => usable[index]),
-          advantages: advantages.filter((_, index) => usable[index]),
-          mask: mask.filter((_, index) => usable[index]),
-        });
-        const metrics = result.steps.at(-1)!;
-        record.loss = metrics.loss;
-        record.kl = metrics.kl;
-        record.entropy = metrics.entropy;
-        record.clipFraction = metrics.clipFraction;
-        record.gradNorm = metrics.gradNorm;
-        await sampler.updateWeights(model.toWeightSnapshot(trainer.step));
-      }
-      if (config.evalEvery > 0 && (step % config.evalEvery === 0 || step === config.steps)) {
+      const metrics = await grpo.step();
+      const record = stepRecord(metrics, 0);
+      sampledCompletions +=
+        (metrics.metrics['dynamic_sampling/generated_groups'] ?? 0) * (config.groupSize ?? 8);
+      skippedUpdates += metrics.metrics.skipped_updates ?? 0;
+      const step = record.step;
+      if (config.evalEvery > 0 && (step % config.evalEvery === 0 || step === options.maxSteps)) {
         record.heldOutAccuracy = await greedyAccuracy(sampler, evalSet, options.maxNewTokens);
       }
       record.elapsedMs = performance.now() - started;
@@ -232,19 +218,23 @@ export async function runGrpo(options: {
         `step ${step} acc ${(100 * record.accuracy).toFixed(0)}% zero-std ${(100 * record.fracZeroStd).toFixed(0)}% kl ${record.kl.toFixed(3)}`,
       );
     }
+    // A budget-stopped run did not reach maxSteps, where the trainer checkpoints by itself.
+    if (grpo.completedSteps < options.maxSteps) await grpo.saveCheckpoint();
     return {
       checkpoint: { ...options.checkpoint, tensors: model.toCheckpoint().tensors },
       history,
       initialHeldOutAccuracy,
       steps: history.length,
       sampledCompletions,
+      skippedUpdates,
       timeMs: performance.now() - started,
       stoppedBecause,
     };
   } finally {
+    diagnostics.summary();
     options.progress?.stop();
     await sampler.close();
-    trainer.dispose();
+    grpo?.dispose();
     model.dispose();
   }
 }

@@ -1,21 +1,24 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createRng, InvalidArgumentError } from '@rlvr/core';
-import { distillStudent, filterTraces, generateTraces, readTraces } from '@rlvr/distill';
-import { type Checkpoint, createTokenizer, loadCheckpoint, saveCheckpoint } from '@rlvr/model';
-import { createLlamaModel, createPolicyTrainer } from '@rlvr/trainer';
+import { createRng } from '@rlvr/core';
+import { type Checkpoint, loadCheckpoint, saveCheckpoint } from '@rlvr/model';
+import { checkRun } from './check-run.js';
 import type { RunConfig } from './config.js';
+import { type DistillResult, distillPhase } from './distill.js';
 import { evaluateModel, type ModelEvaluation } from './evaluate.js';
 import { type GrpoResult, runGrpo } from './grpo.js';
-import { encodeExample, parametersOf, randomCheckpoint } from './models.js';
+import { encodeExample, randomCheckpoint } from './models.js';
 import { type ProgressMode, phaseProgress } from './progress.js';
 import { buildReport, type Report } from './report.js';
 import { writeReportHtml } from './report-html.js';
-import { verifiedReward } from './rewards.js';
-import { createRuntime, createSampler, type Runtime } from './runtime.js';
 import { runSft } from './sft.js';
-import { buildTaskTokenizer, makeSplits, solveWithSlips } from './task.js';
+import { solveWithSlips } from './task.js';
+
+export type { DistillResult } from './distill.js';
+
+/** Step cap of the RL-only student, whose wall-clock budget stops it long before. */
+const STUDENT_MAX_STEPS = 100_000;
 
 /** Names of the phases, in order. */
 export const PHASES = [
@@ -39,16 +42,6 @@ export type PhaseRecord<T = unknown> = {
 };
 
 export type WarmStartResult = { losses: number[]; tokens: number; examples: number; steps: number };
-export type DistillResult = {
-  traceMs: number;
-  trainMs: number;
-  traces: number;
-  accepted: number;
-  kept: number;
-  teacherTracePassRate: number;
-  steps: number;
-  losses: number[];
-};
 export type GrpoPhaseResult = Omit<GrpoResult, 'checkpoint'>;
 
 /** Options of {@link runTeacherStudent}. */
@@ -72,6 +65,16 @@ const PHASE_SECTIONS: Record<PhaseName, readonly (keyof RunConfig)[]> = {
   evaluate: ['teacher', 'student', 'warmStart', 'grpo', 'distill', 'evaluation'],
 };
 
+/** The result an earlier run of a phase left (whatever its config), if any. */
+async function previousResult<T>(file: string): Promise<T | undefined> {
+  if (!existsSync(file)) return undefined;
+  try {
+    return (JSON.parse(await readFile(file, 'utf8')) as PhaseRecord<T>).result;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The fingerprint that decides whether a finished phase can be reused. */
 function fingerprintOf(config: RunConfig, phase: PhaseName): string {
   const sections = [...BASE_SECTIONS, ...PHASE_SECTIONS[phase]];
@@ -86,10 +89,13 @@ function fingerprintOf(config: RunConfig, phase: PhaseName): string {
  * an ONNX export) and a record; re-running with the same config skips finished phases.
  */
 export async function runTeacherStudent(options: RunOptions): Promise<Report> {
-  const { config } = options;
   const log = options.log ?? ((line: string) => console.error(line));
   const progressMode = options.progress ?? 'auto';
   const started = performance.now();
+  // Everything is validated before anything is written or deleted.
+  const checked = await checkRun(options.config);
+  const { config, runtime, tokenizerFiles, tokenizer, splits, maxPositions } = checked;
+  const { vocabSize, teacherParameters, studentParameters } = checked;
   const outDir = config.outDir;
   if (options.fresh) {
     await rm(join(outDir, 'phases'), { recursive: true, force: true });
@@ -97,27 +103,9 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
   }
   await mkdir(join(outDir, 'phases'), { recursive: true });
   await writeFile(join(outDir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-
-  const runtime = await createRuntime(config);
   log(
     `backend: tfjs-${runtime.backend.name}, onnxruntime ${config.device === 'cuda' ? 'cuda' : 'cpu'} (${config.workers} workers x ${config.threads} threads)`,
   );
-  const tokenizerFiles = buildTaskTokenizer();
-  const tokenizer = createTokenizer(tokenizerFiles);
-  const vocabSize = tokenizer.vocabSize;
-  const teacherParameters = parametersOf(config.teacher, vocabSize);
-  const studentParameters = parametersOf(config.student, vocabSize);
-  if (studentParameters * 4 > teacherParameters) {
-    throw new InvalidArgumentError({
-      parameter: 'student',
-      functionName: 'teacher-student',
-      value: config.student,
-      expected: `a size with at most 1/4 of the teacher's ${teacherParameters} parameters (got ${studentParameters})`,
-    });
-  }
-  const splits = makeSplits(config.task, { ...config.data, seed: config.seed });
-  // Prompt + completion never exceed this many positions.
-  const maxPositions = 2 * config.task.maxTerms + 8 + config.maxNewTokens + 8;
   log(
     `task: (a±b±…)%10 with ${config.task.minTerms}-${config.task.maxTerms} terms; ${splits.train.length} train / ${splits.eval.length} held-out prompts; vocab ${vocabSize}`,
   );
@@ -215,9 +203,13 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
       train: splits.train,
       heldOut: splits.eval,
       config: config.grpo,
+      maxSteps: config.grpo.maxSteps,
       maxNewTokens: config.maxNewTokens,
       seed: config.seed,
-      progress: phaseProgress('GRPO teacher', config.grpo.steps, progressMode),
+      outputDir: join(outDir, 'grpo', 'teacher'),
+      label: 'grpo-teacher',
+      progress: phaseProgress('GRPO teacher', config.grpo.maxSteps, progressMode),
+      log,
     });
     const { checkpoint, ...rest } = result;
     return { result: rest satisfies GrpoPhaseResult, checkpoints: { 'rl-teacher': checkpoint } };
@@ -233,6 +225,8 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
     distillPhase(config, runtime, outDir, await load('rl-teacher'), await load('sft-student'), {
       problems: splits.train.slice(0, config.distill.prompts),
       progressMode,
+      previous: await previousResult<DistillResult>(phaseFile('distill-student')),
+      log,
     }),
   );
 
@@ -244,10 +238,15 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
       checkpoint: await load('sft-student'),
       train: splits.train,
       heldOut: splits.eval,
-      config: { ...config.grpo, steps: 100_000, evalEvery: config.grpo.evalEvery },
+      config: config.grpo,
+      // The wall-clock budget stops it; this cap is never reached.
+      maxSteps: STUDENT_MAX_STEPS,
       maxNewTokens: config.maxNewTokens,
       seed: config.seed + 1,
+      outputDir: join(outDir, 'grpo', 'student'),
+      label: 'grpo-student',
       budgetMs: distillTimeMs,
+      log,
       progress: phaseProgress(
         'GRPO student (s of budget)',
         Math.round(distillTimeMs / 1000),
@@ -307,104 +306,4 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
   await writeFile(join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
   await writeReportHtml(join(outDir, 'report.html'), report);
   return report;
-}
-
-async function distillPhase(
-  config: RunConfig,
-  runtime: Runtime,
-  outDir: string,
-  teacher: Checkpoint,
-  student: Checkpoint,
-  options: {
-    problems: readonly { id: string; prompt: string; answer: string }[];
-    progressMode: ProgressMode;
-  },
-): Promise<{ result: DistillResult; checkpoints: Record<string, Checkpoint> }> {
-  const traceStarted = performance.now();
-  const sampler = await createSampler(runtime, teacher);
-  const outPath = join(outDir, 'traces.jsonl');
-  try {
-    await generateTraces({
-      sampler,
-      prompts: options.problems.map(({ id, prompt, answer }) => ({ id, prompt, answer })),
-      k: config.distill.tracesPerPrompt,
-      sampling: {
-        maxNewTokens: config.maxNewTokens,
-        temperature: config.distill.temperature,
-        seed: config.seed,
-      },
-      reward: verifiedReward,
-      outPath,
-      batchSize: 64,
-      progress:
-        options.progressMode === 'bar' ||
-        (options.progressMode === 'auto' && Boolean(process.stderr.isTTY) && !process.env.CI),
-    });
-  } finally {
-    await sampler.close();
-  }
-  const traces = await readTraces(outPath);
-  const { kept, report } = filterTraces(traces, {
-    maxPerPrompt: config.distill.maxPerPrompt,
-    prefer: 'shorter',
-    dropTruncated: true,
-    dedupeThreshold: 1,
-  });
-  const traceMs = performance.now() - traceStarted;
-  const trainStarted = performance.now();
-  const tokenizer = createTokenizer(student.tokenizer!);
-  const model = await createLlamaModel(student);
-  const stepsPerEpoch = Math.ceil(kept.length / config.distill.batchSize);
-  const totalSteps = Math.max(1, stepsPerEpoch * config.distill.epochs);
-  const trainer = await createPolicyTrainer(model, {
-    schedule: {
-      learningRate: config.distill.learningRate,
-      schedule: 'cosine',
-      warmupSteps: Math.min(10, Math.floor(totalSteps / 10)),
-      totalSteps,
-    },
-    maxGradNorm: 1,
-    microBatchSize: 64,
-  });
-  const progress = phaseProgress('distill student', totalSteps, options.progressMode);
-  try {
-    if (kept.length === 0) {
-      throw new InvalidArgumentError({
-        parameter: 'distill',
-        functionName: 'teacher-student',
-        value: report,
-        expected: 'at least one verified teacher trace (the RL teacher solved nothing)',
-      });
-    }
-    const result = await distillStudent({
-      trainer,
-      traces: kept,
-      encodePrompt: (prompt) => tokenizer.encode(prompt),
-      loss: { type: 'sft' },
-      epochs: config.distill.epochs,
-      batchSize: config.distill.batchSize,
-      seed: config.seed,
-      progress: false,
-      onStep: (record) => progress.update(record.step, `loss ${record.loss.toFixed(3)}`),
-    });
-    return {
-      result: {
-        traceMs,
-        trainMs: performance.now() - trainStarted,
-        traces: traces.length,
-        accepted: report.accepted,
-        kept: kept.length,
-        teacherTracePassRate: report.meanPassRate,
-        steps: result.steps,
-        losses: result.history.map((record) => record.loss),
-      },
-      checkpoints: {
-        'distilled-student': { ...student, tensors: model.toCheckpoint().tensors },
-      },
-    };
-  } finally {
-    progress.stop();
-    trainer.dispose();
-    model.dispose();
-  }
 }

@@ -30,15 +30,13 @@ export async function createRuntime(options: {
   };
 }
 
-/** An ONNX Runtime sampler (@rlvr/rollout) for a checkpoint on the run's device. */
+/** An ONNX Runtime sampler (@rlvr/rollout) for a checkpoint on the run's device, engine of its choosing. */
 export function createSampler(runtime: Runtime, checkpoint: Checkpoint): Promise<OnnxSampler> {
   return createOnnxSampler({
     checkpoint,
     workers: runtime.workers,
     threads: runtime.threads,
     executionProviders: runtime.device === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
-    // The Optimum-style KV-cache loop: the in-graph `loop` engine failed on this task's shapes when
-    // this app was written; it works now but was slower here (README, Notes).
-    engine: 'optimum',
+    // No `engine`: @rlvr/rollout picks the faster one for the model.
   });
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { loadCheckpoint } from '@rlvr/model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findChromium, renderInChromium } from './chromium.js';
-import { configFromArgs } from './config.js';
+import { configFromArgs } from './cli.js';
 import type { Report } from './report.js';
 import { rewardFirstLast } from './report.js';
 import { PHASES, runTeacherStudent } from './run.js';
@@ -63,7 +63,7 @@ describe('teacher-student --quick, end to end', () => {
       expect(evaluation.examples.length).toBeGreaterThan(0);
     }
     expect(json.models.studentToTeacherRatio).toBeLessThanOrEqual(0.25);
-    expect(json.grpo.teacher.history.length).toBe(json.config.grpo.steps);
+    expect(json.grpo.teacher.history.length).toBe(json.config.grpo.maxSteps);
     expect(json.grpo.student.history.length).toBeGreaterThan(0);
     expect(json.distill.kept).toBeGreaterThan(0);
     expect(json.targets).toHaveLength(5);
