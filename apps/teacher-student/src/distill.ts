@@ -137,9 +137,9 @@ export async function distillPhase(
  * The RL teacher's traces for the distillation prompts, in `<outDir>/traces.jsonl`. The file carries
  * @rlvr/distill's fingerprint of the teacher's weights and the sampling settings; a file written by
  * another teacher is never distilled from: it is moved aside (`traces.stale-<fingerprint>.jsonl`,
- * nothing deleted) and the traces are generated again.
+ * nothing deleted) and the traces are generated again. Exported for its test.
  */
-async function teacherTraces(
+export async function teacherTraces(
   config: RunConfig,
   runtime: Runtime,
   outDir: string,
