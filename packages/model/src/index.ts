@@ -22,6 +22,23 @@ export {
   onnxIoNames,
   writeOnnxModel,
 } from './onnx/export-onnx.js';
+// Advanced: the ONNX graph builder and Llama layer functions behind exportOnnx (for packages that
+// build their own graphs, like @rlvr/rollout's in-graph sampling loop).
+export type {
+  OnnxAttributeValue,
+  OnnxGraph,
+  OnnxModelHeader,
+  OnnxValueInfo,
+} from './onnx/graph-builder.js';
+export { GraphBuilder, OnnxDataType, valueInfo } from './onnx/graph-builder.js';
+export type {
+  AttentionBlock,
+  DecoderLayerHooks,
+  LlamaLayers,
+  LlamaLayersOptions,
+  ProjectionLayout,
+} from './onnx/llama-layers.js';
+export { createLlamaLayers } from './onnx/llama-layers.js';
 export type {
   Float64Tensor,
   KeyValue,

@@ -1,7 +1,27 @@
-import type onnxProto from 'onnx-proto';
-import { floatBytes, onnx, type RawFloatInitializer } from './graph-builder.js';
+import onnxProto from 'onnx-proto';
+
+/** The protobufjs classes of the ONNX schema (onnx-proto ships ONNX 1.10's schema). @internal */
+export const { onnx } = onnxProto;
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Little-endian bytes of float32 data (a view, no copy, on little-endian hosts). @internal */
+export function floatBytes(data: Float32Array): Uint8Array {
+  if (LITTLE_ENDIAN) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const bytes = new Uint8Array(data.length * 4);
+  const view = new DataView(bytes.buffer);
+  for (let index = 0; index < data.length; index++)
+    view.setFloat32(index * 4, data[index] as number, true);
+  return bytes;
+}
+
+/** A float32 initializer whose data is produced at encoding time. @internal */
+export type RawFloatInitializer = {
+  name: string;
+  dims: number[];
+  length: number;
+  fill: (target: Float32Array) => void;
+};
 
 // Protobuf field numbers from onnx.proto.
 const MODEL_GRAPH = 7;
