@@ -5,11 +5,16 @@ import {
   type Prompt,
   RlvrError,
   type Sampler,
+  throwIfAborted,
   validateInteger,
   validateNumber,
   validateOptions,
 } from '@rlvr/core';
-import type { SamplingOptions } from '../sampling/sampled-vote.js';
+import {
+  readSampling,
+  rejectAbortedGroup,
+  type SamplingOptions,
+} from '../sampling/sampled-vote.js';
 import { betaStopProbability } from '../sampling/stopping.js';
 import { defaultEquals, defaultExtract } from '../vote/defaults.js';
 import { checkFunction, safeExtract, tally } from '../vote/majority-vote.js';
@@ -52,6 +57,11 @@ export function planAllocationRound(
   remaining: number,
   policy: AllocationPolicy,
 ): [number, number][] {
+  validateOptions(policy, {
+    parameter: 'policy',
+    functionName: 'planAllocationRound',
+    known: ['roundSize', 'threshold', 'maxPerPrompt'],
+  });
   const candidates = states
     .map((state, index) => ({
       index,
@@ -121,6 +131,19 @@ export async function allocateVotes(options: AllocateVotesOptions): Promise<Allo
   const raw = validateOptions<AllocateVotesOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: [
+      'sampler',
+      'prompts',
+      'totalSamples',
+      'initialSamples',
+      'roundSize',
+      'threshold',
+      'maxPerPrompt',
+      'sampling',
+      'extract',
+      'equals',
+      'signal',
+    ],
   });
   assertSampler(raw.sampler, 'options.sampler');
   const sampler = raw.sampler;
@@ -166,15 +189,8 @@ export async function allocateVotes(options: AllocateVotesOptions): Promise<Allo
       min: initial,
     }),
   };
-  const sampling = validateOptions<SamplingOptions>(raw.sampling, {
-    parameter: 'options.sampling',
-    functionName: FN,
-  });
-  const maxNewTokens = validateInteger(sampling.maxNewTokens, {
-    parameter: 'options.sampling.maxNewTokens',
-    functionName: FN,
-    min: 1,
-  });
+  const sampling = readSampling(raw.sampling, FN);
+  const maxNewTokens = sampling.maxNewTokens;
   const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
   const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
 
@@ -185,6 +201,7 @@ export async function allocateVotes(options: AllocateVotesOptions): Promise<Allo
   const draw = async (indices: number[], n: number) => {
     const seed = sampling.seed === undefined ? undefined : sampling.seed + call;
     call++;
+    throwIfAborted(raw.signal, `${FN}()`);
     const groups = await sampler.sample(
       {
         ...sampling,
@@ -195,12 +212,15 @@ export async function allocateVotes(options: AllocateVotesOptions): Promise<Allo
       },
       raw.signal ? { signal: raw.signal } : undefined,
     );
+    // A sampler that resolved despite the abort: nothing of this call is counted.
+    throwIfAborted(raw.signal, `${FN}()`);
     if (!Array.isArray(groups) || groups.length !== indices.length) {
       throw new RlvrError(
         'INVALID_ARGUMENT',
         `The sampler passed to ${FN}() returned ${groups?.length} groups for ${indices.length} prompts`,
       );
     }
+    for (const group of groups) rejectAbortedGroup(group ?? [], FN);
     indices.forEach((promptIndex, position) => {
       for (const completion of groups[position] ?? []) {
         completions[promptIndex]!.push(completion);

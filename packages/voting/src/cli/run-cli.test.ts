@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -57,5 +57,36 @@ describe('rlvr-vote', () => {
     expect(() => parseRecords('{"id": 1}')).toThrow(/line 1/);
     expect(() => parseRecords('not json')).toThrow(/line 1/);
     expect(() => parseRecords('\n\n')).toThrow(/at least one/);
+  });
+
+  it('should refuse --out equal to the input (also through a symlink or another spelling), untouched', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rlvr-vote-'));
+    const input = join(dir, 'in.jsonl');
+    const content = `${JSON.stringify({ id: 'q1', samples: ['\\boxed{4}'], gold: '4' })}\n`;
+    await writeFile(input, content);
+    await symlink(input, join(dir, 'link.jsonl'));
+    for (const out of [input, join(dir, '.', 'in.jsonl'), join(dir, 'link.jsonl')]) {
+      const result = await run([input, '--out', out]);
+      expect(result.code).toBe(2);
+      expect(result.err).toMatch(/refusing to write --out .*it is the input file/);
+      expect(result.out).toBe('');
+      expect(await readFile(input, 'utf8')).toBe(content);
+    }
+  });
+
+  it('should validate every flag before writing anything', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rlvr-vote-'));
+    const input = join(dir, 'in.jsonl');
+    await writeFile(input, `${JSON.stringify({ id: 'q1', samples: ['\\boxed{4}'] })}\n`);
+    const output = join(dir, 'out.jsonl');
+    const badKs = await run([input, '--out', output, '--ks', '1,x']);
+    expect(badKs.code).toBe(2);
+    expect(badKs.err).toMatch(/--ks/);
+    const missingFolder = await run([input, '--out', join(dir, 'nope', 'out.jsonl')]);
+    expect(missingFolder.code).toBe(2);
+    expect(missingFolder.err).toMatch(/does not exist/);
+    const folder = await run([input, '--out', dir]);
+    expect(folder.code).toBe(2);
+    await expect(readFile(output, 'utf8')).rejects.toThrow();
   });
 });

@@ -20,6 +20,8 @@ export type EstimatorOptions = {
   ks?: readonly number[];
 };
 
+const ESTIMATOR_KEYS = ['extract', 'equals', 'ks'] as const;
+
 /** The powers of two up to n, plus n. */
 export function defaultKs(n: number): number[] {
   const ks: number[] = [];
@@ -45,6 +47,7 @@ export function majAtKFromAnswers(
   options: { equals?: EqualsFn } = {},
 ): number {
   const FN = 'majAtKFromAnswers';
+  validateOptions(options, { parameter: 'options', functionName: FN, known: ['equals'] });
   if (!Array.isArray(answers) || answers.length === 0) {
     throw new InvalidArgumentError({
       parameter: 'answers',
@@ -90,6 +93,7 @@ export function accuracyCurve(
   const raw = validateOptions<EstimatorOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ESTIMATOR_KEYS,
   });
   if (!Array.isArray(samples) || samples.length === 0) {
     throw new InvalidArgumentError({
@@ -134,6 +138,7 @@ export function meanAccuracyCurve(
   options: EstimatorOptions = {},
 ): CurvePoint[] {
   const FN = 'meanAccuracyCurve';
+  validateOptions(options, { parameter: 'options', functionName: FN, known: ESTIMATOR_KEYS });
   if (!Array.isArray(records) || records.length === 0) {
     throw new InvalidArgumentError({
       parameter: 'records',

@@ -1,10 +1,14 @@
 import {
+  AbortedError,
   assertSampler,
   type Completion,
+  isAbortedGroup,
   type Prompt,
   RlvrError,
+  rejectIneffective,
   type SampleRequest,
   type Sampler,
+  throwIfAborted,
   validateInteger,
   validateNumber,
   validateOneOf,
@@ -80,7 +84,11 @@ export type VoteOptions = {
  */
 export async function vote(options: VoteOptions): Promise<SampledVoteResult> {
   const FN = 'vote';
-  const raw = validateOptions<VoteOptions>(options, { parameter: 'options', functionName: FN });
+  const raw = validateOptions<VoteOptions>(options, {
+    parameter: 'options',
+    functionName: FN,
+    known: ['sampler', 'prompt', 'n', 'sampling', 'extract', 'equals', 'weighting', 'signal'],
+  });
   assertSampler(raw.sampler, 'options.sampler');
   const n = validateInteger(raw.n, { parameter: 'options.n', functionName: FN, min: 1 });
   const sampling = readSampling(raw.sampling, FN);
@@ -153,6 +161,18 @@ export async function adaptiveVote(options: AdaptiveVoteOptions): Promise<Sample
   const raw = validateOptions<AdaptiveVoteOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: [
+      'sampler',
+      'prompt',
+      'strategy',
+      'maxSamples',
+      'maxTokens',
+      'batchSize',
+      'sampling',
+      'extract',
+      'equals',
+      'signal',
+    ],
   });
   assertSampler(raw.sampler, 'options.sampler');
   const maxSamples = validateInteger(raw.maxSamples, {
@@ -172,6 +192,14 @@ export async function adaptiveVote(options: AdaptiveVoteOptions): Promise<Sample
   const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
   const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
   const strategy = readStrategy(raw.strategy, FN);
+  if (strategy.type === 'esc' && raw.batchSize !== undefined) {
+    rejectIneffective({
+      parameter: 'options.batchSize',
+      value: raw.batchSize,
+      because: "strategy.type is 'esc', which draws whole windows of strategy.windowSize samples",
+      functionName: FN,
+    });
+  }
   const batchSize =
     strategy.type === 'esc'
       ? strategy.windowSize
@@ -291,10 +319,13 @@ async function drawCompletions(
   signal: AbortSignal | undefined,
   functionName: string,
 ): Promise<Completion[]> {
+  throwIfAborted(signal, `${functionName}()`);
   const groups = await sampler.sample(
     { ...sampling, prompts: [prompt], n },
     signal ? { signal } : undefined,
   );
+  // A sampler that resolved despite the abort: its completions are not counted.
+  throwIfAborted(signal, `${functionName}()`);
   const group = groups?.[0];
   if (!Array.isArray(group) || group.length !== n) {
     throw new RlvrError(
@@ -302,13 +333,42 @@ async function drawCompletions(
       `The sampler passed to ${functionName}() returned ${Array.isArray(group) ? group.length : 'no'} completions for 1 prompt with n = ${n}`,
     );
   }
+  rejectAbortedGroup(group, functionName);
   return group;
 }
 
-function readSampling(value: unknown, functionName: string): SamplingOptions {
+/**
+ * Throws `AbortedError` for a group with a `finishReason: 'abort'` completion: it was cut by
+ * cancellation, not by the model, so none of its completions may vote. @internal
+ */
+export function rejectAbortedGroup(group: readonly Completion[], functionName: string): void {
+  if (isAbortedGroup(group)) {
+    throw new AbortedError({
+      operation: `${functionName}()`,
+      cause: "the sampler returned a completion with finishReason 'abort'",
+    });
+  }
+}
+
+/** Keys of {@link SamplingOptions}. */
+const SAMPLING_KEYS = [
+  'maxNewTokens',
+  'temperature',
+  'topP',
+  'topK',
+  'minP',
+  'repetitionPenalty',
+  'stop',
+  'seed',
+  'returnModelLogprobs',
+] as const;
+
+/** Validates `options.sampling` (known keys, `maxNewTokens`, `seed`). @internal */
+export function readSampling(value: unknown, functionName: string): SamplingOptions {
   const sampling = validateOptions<SamplingOptions>(value, {
     parameter: 'options.sampling',
     functionName,
+    known: SAMPLING_KEYS,
   });
   validateInteger(sampling.maxNewTokens, {
     parameter: 'options.sampling.maxNewTokens',
@@ -328,6 +388,12 @@ function readStrategy(value: unknown, functionName: string): StopStrategy {
   const type = validateOneOf(strategy.type, ['esc', 'adaptive-consistency'], {
     parameter: 'options.strategy.type',
     functionName,
+  });
+  validateOptions(strategy, {
+    parameter: 'options.strategy',
+    functionName,
+    known:
+      type === 'esc' ? ['type', 'windowSize'] : ['type', 'criterion', 'threshold', 'minSamples'],
   });
   if (type === 'esc') {
     const windowSize = validateInteger((strategy as { windowSize?: number }).windowSize, {

@@ -1,4 +1,10 @@
-import { createRng, InvalidArgumentError, validateFiniteArray, validateInteger } from '@rlvr/core';
+import {
+  createRng,
+  InvalidArgumentError,
+  validateFiniteArray,
+  validateInteger,
+  validateOptions,
+} from '@rlvr/core';
 
 /**
  * Adaptive-Consistency's Beta criterion (Aggarwal et al. 2023): with v1 votes for the leader and
@@ -52,6 +58,7 @@ export function dirichletStopProbability(
       expected: 'at least one count',
     });
   }
+  validateOptions(options, { parameter: 'options', functionName: FN, known: ['samples', 'seed'] });
   if (counts.length === 1) return 1;
   const draws = validateInteger(options.samples ?? 4000, {
     parameter: 'options.samples',

@@ -1,5 +1,6 @@
 import {
   InvalidArgumentError,
+  rejectIneffective,
   validateFiniteArray,
   validateOneOf,
   validateOptions,
@@ -186,11 +187,20 @@ export function majorityVote(
   const raw = validateOptions<MajorityVoteOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ['extract', 'equals', 'weighting', 'weights'],
   });
   const weighting = validateOneOf(raw.weighting ?? 'uniform', WEIGHTINGS, {
     parameter: 'options.weighting',
     functionName: FN,
   });
+  if (raw.weights !== undefined && weighting !== 'provided') {
+    rejectIneffective({
+      parameter: 'options.weights',
+      value: raw.weights,
+      because: `options.weighting is '${weighting}' (weights are used by weighting 'provided' only)`,
+      functionName: FN,
+    });
+  }
   const extract = checkFunction(raw.extract, 'options.extract') ?? defaultExtract;
   const equals = checkFunction(raw.equals, 'options.equals') ?? defaultEquals;
   if (

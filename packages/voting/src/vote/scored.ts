@@ -66,6 +66,7 @@ export async function scoredVote(
   const raw = validateOptions<ScoredVoteOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ['scorer', 'extract', 'equals'],
   });
   const scorer = requireScorer(raw.scorer, FN);
   const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
@@ -115,6 +116,7 @@ export async function bestOfN(
   const raw = validateOptions<{ scorer: Scorer }>(options, {
     parameter: 'options',
     functionName: FN,
+    known: ['scorer'],
   });
   const scorer = requireScorer(raw.scorer, FN);
   const scores = await scoreAll(input, scorer, FN);
