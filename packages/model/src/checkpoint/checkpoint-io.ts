@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import {
   InvalidArgumentError,
   type NamedTensor,
+  OverwriteRefusedError,
   validateInteger,
   validateOneOf,
   validateOptions,
@@ -11,7 +12,8 @@ import {
 import { parseLlamaConfig } from '../config/llama-config.js';
 import { ModelLoadError } from '../errors/model-load-error.js';
 import { syncDirectory, writeAll } from '../io/atomic-write.js';
-import { type ExportOnnxOptions, exportOnnx } from '../onnx/export-onnx.js';
+import { inspectTarget, type Ownership, swapInFolder } from '../io/replace-folder.js';
+import { EXPORT_ONNX_OPTIONS, type ExportOnnxOptions, exportOnnx } from '../onnx/export-onnx.js';
 import {
   readSafetensors,
   type SafetensorsWriteDtype,
@@ -42,6 +44,26 @@ export type SaveCheckpointOptions = {
   maxShardBytes?: number;
   /** Also export `onnx/model.onnx` (with these export options when an object). Default false. */
   onnx?: boolean | ExportOnnxOptions;
+};
+
+const SHARD_FILE = /^model-\d{5}-of-\d{5}\.safetensors$/;
+const OWN_TOP_LEVEL = new Set<string>([
+  CHECKPOINT_FILES.config,
+  CHECKPOINT_FILES.weights,
+  CHECKPOINT_FILES.weightsIndex,
+  CHECKPOINT_FILES.tokenizer,
+  CHECKPOINT_FILES.tokenizerConfig,
+  CHECKPOINT_FILES.generationConfig,
+]);
+
+/**
+ * The files {@link saveCheckpoint} writes (and so may replace): the names of
+ * {@link CHECKPOINT_FILES}, weight shards `model-00001-of-00003.safetensors` and `onnx/model.onnx`.
+ * Any other file in a checkpoint folder is the user's.
+ */
+const CHECKPOINT_OWNERSHIP: Ownership = {
+  top: (name) => OWN_TOP_LEVEL.has(name) || SHARD_FILE.test(name),
+  folders: { onnx: (name) => name === 'model.onnx' },
 };
 
 const TORCH_DTYPE: Record<SafetensorsWriteDtype, string> = {
@@ -87,16 +109,21 @@ function bytesOf(tensor: NamedTensor, dtype: SafetensorsWriteDtype): number {
  * `generation_config.json` when present, and optionally `onnx/model.onnx`.
  *
  * The save is atomic at the folder level: everything is written (and fsynced) into a temporary
- * sibling folder, which then replaces `dir` by rename; an existing `dir` is moved aside first and
- * removed afterwards, so a crash leaves either the old or the new checkpoint (never a mix). Other
- * files in an existing `dir` are not kept.
+ * sibling folder, which then replaces `dir` by rename, so a crash leaves either the old or the new
+ * checkpoint (never a mix). `dir` may be missing, empty, or an existing checkpoint folder
+ * (`config.json` with `model.safetensors` or `model.safetensors.index.json`): then only the
+ * checkpoint's own files are replaced (`config.json`, the weights or shards and their index, the
+ * tokenizer files, `generation_config.json`, `onnx/model.onnx`); every other file in it (a README,
+ * notes, other ONNX files) is moved into the new folder and survives. A file, or a non-empty folder
+ * that is not a checkpoint, is refused before anything is written.
  *
  * @example
  * ```ts
  * await saveCheckpoint('runs/tiny/step-100', checkpoint, { dtype: 'BF16', onnx: true });
  * ```
  * @throws {InvalidArgumentError} | `SHAPE_MISMATCH` | `NON_FINITE` for an invalid checkpoint or
- * options; file-system errors propagate with the temporary folder removed.
+ * options; {@link OverwriteRefusedError} `WOULD_OVERWRITE` when `dir` is a file or a non-empty
+ * folder that is not a checkpoint; file-system errors propagate with the temporary folder removed.
  */
 export async function saveCheckpoint(
   dir: string,
@@ -116,7 +143,15 @@ export async function saveCheckpoint(
   const opts = validateOptions<SaveCheckpointOptions>(options, {
     parameter: 'options',
     functionName,
+    known: ['dtype', 'maxShardBytes', 'onnx'],
   });
+  if (opts.onnx !== undefined && typeof opts.onnx !== 'boolean') {
+    validateOptions<ExportOnnxOptions>(opts.onnx, {
+      parameter: 'options.onnx',
+      functionName,
+      known: EXPORT_ONNX_OPTIONS,
+    });
+  }
   const dtype = validateOneOf(opts.dtype ?? 'F32', ['F32', 'F16', 'BF16'] as const, {
     parameter: 'options.dtype',
     functionName,
@@ -156,6 +191,7 @@ export async function saveCheckpoint(
 
   const target = resolve(dir);
   const parent = dirname(target);
+  await refuseForeignTarget(target, functionName);
   await mkdir(parent, { recursive: true });
   const suffix = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const temporary = join(parent, `.${basename(target)}.tmp-${suffix}`);
@@ -207,18 +243,36 @@ export async function saveCheckpoint(
     await rm(temporary, { recursive: true, force: true });
     throw error;
   }
-  const aside = join(parent, `.${basename(target)}.old-${suffix}`);
-  const hadPrevious = await exists(target);
-  if (hadPrevious) await rename(target, aside);
-  try {
-    await rename(temporary, target);
-  } catch (error) {
-    if (hadPrevious) await rename(aside, target).catch(() => undefined);
-    await rm(temporary, { recursive: true, force: true });
-    throw error;
+  await swapInFolder({
+    target,
+    temporary,
+    parent,
+    aside: join(parent, `.${basename(target)}.old-${suffix}`),
+    owned: CHECKPOINT_OWNERSHIP,
+  });
+}
+
+/** Refuses a `dir` that is a file or a non-empty folder without a checkpoint (nothing written). */
+async function refuseForeignTarget(target: string, functionName: string): Promise<void> {
+  const state = await inspectTarget(target);
+  if (state === 'missing' || state === 'empty') return;
+  if (state === 'not-a-folder') {
+    throw new OverwriteRefusedError({
+      path: target,
+      reason: 'it is a file, not a checkpoint folder',
+      functionName,
+    });
   }
-  await syncDirectory(parent);
-  if (hadPrevious) await rm(aside, { recursive: true, force: true });
+  const hasWeights =
+    (await exists(join(target, CHECKPOINT_FILES.weights))) ||
+    (await exists(join(target, CHECKPOINT_FILES.weightsIndex)));
+  if (!hasWeights || !(await exists(join(target, CHECKPOINT_FILES.config)))) {
+    throw new OverwriteRefusedError({
+      path: target,
+      reason: `the folder is not empty and is not a checkpoint (no ${CHECKPOINT_FILES.config} with ${CHECKPOINT_FILES.weights} or ${CHECKPOINT_FILES.weightsIndex}); choose an empty or new folder`,
+      functionName,
+    });
+  }
 }
 
 async function readJsonFile(path: string, required: boolean): Promise<unknown> {
@@ -284,6 +338,7 @@ export async function loadCheckpoint(
   const opts = validateOptions<LoadCheckpointOptions>(options, {
     parameter: 'options',
     functionName,
+    known: ['weightsOnly'],
   });
   const configPath = join(dir, CHECKPOINT_FILES.config);
   const configJson = await readJsonFile(configPath, true);

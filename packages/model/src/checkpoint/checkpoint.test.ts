@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InvalidArgumentError, ShapeMismatchError } from '@rlvr/core';
+import { InvalidArgumentError, OverwriteRefusedError, ShapeMismatchError } from '@rlvr/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLlamaConfig } from '../config/llama-config.js';
 import { ModelLoadError } from '../errors/model-load-error.js';
@@ -178,13 +178,12 @@ describe('saveCheckpoint / loadCheckpoint', () => {
     expect(weightsOnly.tokenizer).toBeUndefined();
   });
 
-  it('writes shards with an index and BF16, replaces an existing folder and leaves no temp files', async () => {
+  it('writes shards with an index and BF16, replaces an existing checkpoint and leaves no temp files', async () => {
     const target = join(dir, 'sharded');
     await saveCheckpoint(target, checkpoint, { dtype: 'F32', onnx: true });
-    await writeFile(join(target, 'stale.txt'), 'old');
     await saveCheckpoint(target, checkpoint, { dtype: 'BF16', maxShardBytes: 1000 });
     const files = (await readdir(target)).sort();
-    expect(files).not.toContain('stale.txt');
+    expect(files).not.toContain('model.safetensors'); // the old checkpoint's own files are replaced
     expect(files).not.toContain('onnx');
     expect(files).toContain('model.safetensors.index.json');
     const shards = files.filter((file) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(file));
@@ -322,6 +321,64 @@ describe('saveCheckpoint / loadCheckpoint', () => {
       JSON.stringify({ weight_map: { 'model.norm.weight': '../x.safetensors' } }),
     );
     await expect(loadCheckpoint(target)).rejects.toThrow(/not a plain file name/);
+  });
+
+  it('never deletes a user file when it replaces a checkpoint folder', async () => {
+    const target = join(dir, 'with-user-files');
+    await saveCheckpoint(target, checkpoint, { onnx: true });
+    await writeFile(join(target, 'NOTES.md'), 'my notes');
+    await writeFile(join(target, 'onnx', 'model_quantized.onnx'), 'mine too');
+    await mkdir(join(target, 'eval'));
+    await writeFile(join(target, 'eval', 'results.json'), '{"pass@1": 0.5}');
+    await saveCheckpoint(target, checkpoint, { dtype: 'BF16', maxShardBytes: 1000 });
+    expect(await readFile(join(target, 'NOTES.md'), 'utf8')).toBe('my notes');
+    expect(await readFile(join(target, 'onnx', 'model_quantized.onnx'), 'utf8')).toBe('mine too');
+    expect(await readFile(join(target, 'eval', 'results.json'), 'utf8')).toBe('{"pass@1": 0.5}');
+    const files = await readdir(target);
+    expect(files).not.toContain('model.safetensors'); // the checkpoint's own files were replaced
+    expect(await readdir(join(target, 'onnx'))).toEqual(['model_quantized.onnx']);
+    expect((await loadCheckpoint(target)).config).toEqual(checkpoint.config);
+    expect((await readdir(dir)).filter((name) => name.startsWith('.'))).toEqual([]);
+  });
+
+  it('refuses a file or a non-empty folder that is not a checkpoint, writing nothing', async () => {
+    const foreign = join(dir, 'my-project');
+    await mkdir(foreign);
+    await writeFile(join(foreign, 'data.jsonl'), '{"a":1}\n');
+    await writeFile(join(foreign, 'config.json'), '{"run":"not a model"}'); // no weights
+    const before = (await readdir(dir)).sort();
+    const error = await saveCheckpoint(foreign, checkpoint).catch((caught: unknown) => caught);
+    expect(OverwriteRefusedError.isInstance(error)).toBe(true);
+    expect((error as OverwriteRefusedError).code).toBe('WOULD_OVERWRITE');
+    expect((error as Error).message).toMatch(/my-project.*not a checkpoint/);
+    expect((await readdir(foreign)).sort()).toEqual(['config.json', 'data.jsonl']);
+    expect(await readFile(join(foreign, 'config.json'), 'utf8')).toBe('{"run":"not a model"}');
+    expect((await readdir(dir)).sort()).toEqual(before); // no temporary folder either
+    const file = join(dir, 'a-file');
+    await writeFile(file, 'x');
+    await expect(saveCheckpoint(file, checkpoint)).rejects.toSatisfy(
+      OverwriteRefusedError.isInstance,
+    );
+    expect(await readFile(file, 'utf8')).toBe('x');
+    // an empty folder is fine
+    const empty = join(dir, 'empty');
+    await mkdir(empty);
+    await saveCheckpoint(empty, checkpoint);
+    expect((await loadCheckpoint(empty)).config).toEqual(checkpoint.config);
+  });
+
+  it('rejects unknown options, nested ones included', async () => {
+    const target = join(dir, 'options');
+    await expect(saveCheckpoint(target, checkpoint, { dtypes: 'BF16' } as never)).rejects.toThrow(
+      /options\.dtypes.*did you mean 'dtype'/,
+    );
+    await expect(
+      saveCheckpoint(target, checkpoint, { onnx: { doc_string: 'x' } } as never),
+    ).rejects.toThrow(/options\.onnx\.doc_string.*did you mean 'docString'/);
+    await expect(loadCheckpoint(target, { weights_only: true } as never)).rejects.toThrow(
+      /options\.weights_only.*did you mean 'weightsOnly'/,
+    );
+    await expect(readdir(target)).rejects.toThrow();
   });
 
   it('validates the checkpoint before touching the disk', async () => {

@@ -46,6 +46,7 @@ export function createRandomCheckpoint(
   const opts = validateOptions<RandomCheckpointOptions>(options, {
     parameter: 'options',
     functionName,
+    known: ['seed', 'std', 'perturbStd'],
   });
   if (opts.seed === undefined) {
     throw new InvalidArgumentError({

@@ -176,7 +176,11 @@ export function referenceForward(
   input: ReferenceForwardInput,
 ): ReferenceForwardResult {
   const { config, tensors } = validateCheckpoint(checkpoint, { functionName, checkFinite: false });
-  const opts = validateOptions<ReferenceForwardInput>(input, { parameter: 'input', functionName });
+  const opts = validateOptions<ReferenceForwardInput>(input, {
+    parameter: 'input',
+    functionName,
+    known: ['inputIds', 'attentionMask', 'positionIds', 'pastKeyValues'],
+  });
   const vocab = config.vocab_size;
   const inputIds = validateIntegerMatrix(
     opts.inputIds,

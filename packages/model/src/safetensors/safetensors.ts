@@ -277,6 +277,7 @@ export function parseSafetensors(
   const opts = validateOptions<ReadSafetensorsOptions>(options, {
     parameter: 'options',
     functionName,
+    known: ['names'],
   });
   const wanted = validateNames(opts.names, functionName);
   const path = '<memory>';
@@ -399,6 +400,7 @@ export async function readSafetensors(
   const opts = validateOptions<ReadSafetensorsOptions>(options, {
     parameter: 'options',
     functionName,
+    known: ['names'],
   });
   const wanted = validateNames(opts.names, functionName);
   const handle = await openForRead(path);
@@ -455,6 +457,7 @@ function prepareHeader(
   const opts = validateOptions<WriteSafetensorsOptions>(options, {
     parameter: 'options',
     functionName,
+    known: ['dtype', 'metadata'],
   });
   const dtype = validateOneOf(opts.dtype ?? 'F32', ['F32', 'F16', 'BF16'] as const, {
     parameter: 'options.dtype',

@@ -31,6 +31,7 @@ function resolveSpecials(
   const given = validateOptions<SpecialTokens>(specialTokens, {
     parameter: 'options.specialTokens',
     functionName,
+    known: ['pad', 'bos', 'eos', 'unk', 'additional'],
   });
   const roles = { ...DEFAULT_SPECIALS } as Record<'pad' | 'bos' | 'eos' | 'unk', string | null>;
   for (const role of ['pad', 'bos', 'eos', 'unk'] as const) {
@@ -161,6 +162,7 @@ export function buildCharTokenizer(
   const opts = validateOptions<BuildTokenizerOptions & { characters: string | string[] }>(options, {
     parameter: 'options',
     functionName,
+    known: ['characters', 'specialTokens', 'chatTemplate'],
   });
   const characters = typeof opts.characters === 'string' ? [...opts.characters] : opts.characters;
   if (
@@ -221,6 +223,7 @@ export function buildWordTokenizer(
   const opts = validateOptions<BuildTokenizerOptions & { words: string[] }>(options, {
     parameter: 'options',
     functionName,
+    known: ['words', 'specialTokens', 'chatTemplate'],
   });
   const words = opts.words;
   if (

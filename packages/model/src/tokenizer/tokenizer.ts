@@ -72,6 +72,9 @@ function pickChatTemplate(value: unknown): string | undefined {
   return undefined;
 }
 
+/** The keys of {@link TokenizerFiles}. @internal */
+export const TOKENIZER_FILES_KEYS = ['json', 'config'] as const;
+
 /**
  * Builds a {@link Tokenizer} from in-memory `tokenizer.json` (+ `tokenizer_config.json`) objects.
  *
@@ -97,6 +100,7 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
       expected: '{ json: tokenizer.json object, config?: tokenizer_config.json object }',
     });
   }
+  validateOptions(files, { parameter: 'files', functionName, known: TOKENIZER_FILES_KEYS });
   const config = (files.config ?? {}) as Record<string, unknown>;
   if (config === null || typeof config !== 'object') {
     throw new InvalidArgumentError({
@@ -153,6 +157,13 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
           expected: 'a string',
         });
       }
+      if (options !== undefined) {
+        validateOptions(options, {
+          parameter: 'options',
+          functionName: 'encode',
+          known: ['addSpecialTokens'],
+        });
+      }
       const ids = inner.encode(text, { add_special_tokens: options?.addSpecialTokens ?? true }).ids;
       for (const [index, id] of ids.entries()) {
         if (id === undefined) {
@@ -173,6 +184,13 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
           functionName: 'decode',
           value: ids,
           expected: 'an array of non-negative integer token ids',
+        });
+      }
+      if (options !== undefined) {
+        validateOptions(options, {
+          parameter: 'options',
+          functionName: 'decode',
+          known: ['skipSpecialTokens'],
         });
       }
       if (ids.length === 0) return '';
@@ -212,6 +230,7 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
       const opts = validateOptions<ChatTemplateOptions>(options, {
         parameter: 'options',
         functionName: name,
+        known: ['addGenerationPrompt', 'variables'],
       });
       compiled ??= new Template(chatTemplate);
       return compiled.render({
