@@ -3,13 +3,13 @@ import { spawn } from 'node:child_process';
 import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AbortedError, type Completion, ShapeMismatchError } from '@rlvr/core';
+import { AbortedError, ShapeMismatchError } from '@rlvr/core';
 import { MockSampler } from '@rlvr/core/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
 import { runResumeTask } from '../testing/grpo-run.js';
+import { makeScripted, scripted } from '../testing/grpo-scripted.js';
 import { maxDigitTask } from '../testing/grpo-task.js';
-import { createGrpoTrainer } from './create-grpo-trainer.js';
 import type { GrpoConfig } from './grpo-config.js';
 import type { GrpoMetricRecord } from './grpo-trainer.js';
 
@@ -161,57 +161,16 @@ describe('GrpoTrainer kill and resume (cpu, child process)', () => {
   });
 });
 
-const ANSWER_RECORDS = [
-  { id: 'a', prompt: '123>', answer: '3' },
-  { id: 'b', prompt: '456>', answer: '6' },
-  { id: 'c', prompt: '789>', answer: '9' },
-];
-
-/** A scripted completion over the max-digit vocabulary ('0' = id 4). */
-function scripted(text: string, options: { finishReason?: Completion['finishReason'] } = {}) {
-  const tokenIds = [...text].map((c) => 4 + Number(c));
-  return {
-    text,
-    tokenIds,
-    logprobs: tokenIds.map(() => -1),
-    promptTokenIds: [4, 5, 6, 14],
-    finishReason: options.finishReason ?? 'stop',
-  } satisfies Completion;
-}
-
 describe('GrpoTrainer orchestration (cpu, scripted sampler)', () => {
   beforeAll(async () => {
     await selectBackend({ candidates: ['cpu'] });
   });
 
-  async function make(
+  const make = async (
     sampler: MockSampler,
     config: Partial<GrpoConfig> = {},
     extra: { tokenizer?: { encode(text: string): number[] }; rewards?: typeof task.rewards } = {},
-  ) {
-    const model = await task.model(5);
-    const logs: string[] = [];
-    const grpo = await createGrpoTrainer({
-      model,
-      sampler,
-      dataset: ANSWER_RECORDS,
-      rewards: extra.rewards ?? [
-        { name: 'correct', fn: ({ completion, answer }) => (completion === answer ? 1 : 0) },
-      ],
-      config: {
-        maxSteps: 2,
-        promptsPerStep: 2,
-        groupSize: 2,
-        maxNewTokens: 4,
-        shuffle: false,
-        schedule: { learningRate: 1e-3 },
-        ...config,
-      },
-      onLog: (message) => logs.push(message),
-      ...extra,
-    });
-    return { grpo, model, logs };
-  }
+  ) => makeScripted(sampler, config, extra);
 
   it('should regenerate until full within the budget, push weights, and skip empty steps', async () => {
     // Prompts in order a, b | c, a | b, c. Round 1: both groups zero-variance; round 2: one mixed
