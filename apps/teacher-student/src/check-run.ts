@@ -62,6 +62,7 @@ async function checkTrainerConfig(
         seed: config.seed,
         outputDir: join(scratch, 'grpo'),
       }),
+      overwrite: true,
       onLog: () => {},
     });
     grpo.dispose();

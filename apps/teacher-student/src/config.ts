@@ -61,6 +61,7 @@ export const TRAINER_GRPO_KEYS = [
   'maxGradNorm',
   'microBatchSize',
   'onNonFinite',
+  'maxConsecutiveSkips',
   'saveEvery',
   'keepLast',
   'logCompletionsEvery',

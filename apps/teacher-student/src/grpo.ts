@@ -191,6 +191,9 @@ export async function runGrpo(options: {
         seed: options.seed,
         outputDir: options.outputDir,
       }),
+      // This phase runs (again) only when it has no finished record for this config: what an
+      // earlier attempt left in its trainer folder is replaced, nothing outside it.
+      overwrite: true,
       onLog: diagnostics.log,
     });
     const initialHeldOutAccuracy = await greedyAccuracy(sampler, evalSet, options.maxNewTokens);
