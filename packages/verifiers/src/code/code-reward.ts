@@ -2,7 +2,7 @@ import type { RewardFunction, RewardInput } from '@rlvr/core';
 import { InvalidArgumentError, validateOneOf, validateOptions } from '@rlvr/core';
 import { extractCode } from './extract-code.js';
 import type { SandboxPool } from './pool.js';
-import { runTests } from './run-tests.js';
+import { rejectPythonPathForJavaScript, resolveLimits, runTests } from './run-tests.js';
 import type { CodeLanguage, RunTestsOptions, RunTestsResult, SandboxLimits } from './types.js';
 
 /** The tests of one code task, as found in `RewardInput.answer`. */
@@ -62,11 +62,23 @@ export function createCodeReward(options: CodeRewardOptions): RewardFunction {
   const input = validateOptions<CodeRewardOptions>(options, {
     parameter: 'options',
     functionName: 'createCodeReward',
+    known: [
+      'language',
+      'partialCredit',
+      'limits',
+      'pool',
+      'isolation',
+      'pythonPath',
+      'blockedReward',
+      'onResult',
+    ],
   });
   const language = validateOneOf(input.language, ['python', 'javascript'] as const, {
     parameter: 'options.language',
     functionName: 'createCodeReward',
   });
+  rejectPythonPathForJavaScript(language, input.pythonPath, 'createCodeReward');
+  if (input.limits !== undefined) resolveLimits(input.limits, 'createCodeReward');
   const blockedReward = input.blockedReward ?? 0;
   if (typeof blockedReward !== 'number' || !Number.isFinite(blockedReward)) {
     throw new InvalidArgumentError({

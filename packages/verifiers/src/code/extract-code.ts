@@ -37,6 +37,7 @@ export function extractCode(completion: string, options?: ExtractCodeOptions): s
   const { language } = validateOptions<ExtractCodeOptions>(options, {
     parameter: 'options',
     functionName: 'extractCode',
+    known: ['language'],
   });
   if (language !== undefined && language !== 'python' && language !== 'javascript') {
     throw new InvalidArgumentError({

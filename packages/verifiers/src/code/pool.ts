@@ -44,6 +44,7 @@ export function createSandboxPool(options?: SandboxPoolOptions): SandboxPool {
   const input = validateOptions<SandboxPoolOptions>(options, {
     parameter: 'options',
     functionName: 'createSandboxPool',
+    known: ['concurrency', 'maxQueue'],
   });
   const concurrency =
     input.concurrency === undefined

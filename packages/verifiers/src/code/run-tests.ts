@@ -19,6 +19,7 @@ import {
   ErrorCode,
   InvalidArgumentError,
   RlvrError,
+  rejectIneffective,
   validateInteger,
   validateOneOf,
   validateOptions,
@@ -104,12 +105,38 @@ function processCountOf(uid: number): number {
 
 type ResolvedLimits = Required<SandboxLimits>;
 
-function resolveLimits(value: unknown): ResolvedLimits {
-  const limits = validateOptions<SandboxLimits>(value, { parameter: 'limits', functionName: FN });
+/** `pythonPath` does nothing for JavaScript (it runs on the current Node): INEFFECTIVE_OPTION. @internal */
+export function rejectPythonPathForJavaScript(
+  language: CodeLanguage,
+  pythonPath: unknown,
+  functionName: string,
+): void {
+  if (language === 'javascript' && pythonPath !== undefined) {
+    rejectIneffective({
+      parameter: 'options.pythonPath',
+      value: pythonPath,
+      because: "options.language is 'javascript' (it runs on the current Node)",
+      functionName,
+    });
+  }
+}
+
+/** Validates sandbox limits (known keys and ranges) and fills in the defaults. @internal */
+export function resolveLimits(value: unknown, functionName: string = FN): ResolvedLimits {
+  const limits = validateOptions<SandboxLimits>(value, {
+    parameter: 'limits',
+    functionName,
+    known: Object.keys(DEFAULT_SANDBOX_LIMITS),
+  });
   const integer = (key: keyof SandboxLimits, min: number, max: number): number =>
     limits[key] === undefined
       ? DEFAULT_SANDBOX_LIMITS[key]
-      : validateInteger(limits[key], { parameter: `limits.${key}`, functionName: FN, min, max });
+      : validateInteger(limits[key], {
+          parameter: `limits.${key}`,
+          functionName,
+          min,
+          max,
+        });
   const wallTimeMs = integer('wallTimeMs', 100, 3_600_000);
   return {
     wallTimeMs,
@@ -660,6 +687,17 @@ export async function runTests(options: RunTestsOptions): Promise<RunTestsResult
   const input = validateOptions<RunTestsOptions>(options, {
     parameter: 'options',
     functionName: FN,
+    known: [
+      'language',
+      'program',
+      'tests',
+      'setup',
+      'limits',
+      'partialCredit',
+      'isolation',
+      'pythonPath',
+      'signal',
+    ],
   });
   if (options === undefined) {
     throw new InvalidArgumentError({
@@ -673,6 +711,7 @@ export async function runTests(options: RunTestsOptions): Promise<RunTestsResult
     parameter: 'options.language',
     functionName: FN,
   });
+  rejectPythonPathForJavaScript(language, input.pythonPath, FN);
   if (typeof input.program !== 'string' || input.program.length > MAX_SOURCE_CHARS) {
     throw new InvalidArgumentError({
       parameter: 'options.program',

@@ -1,10 +1,12 @@
 import {
+  assertKnownKeys,
   InvalidArgumentError,
   NonFiniteError,
   type RewardFunction,
   type RewardInput,
   validateNumber,
   validateOneOf,
+  validateOptions,
   type WeightedReward,
 } from '@rlvr/core';
 
@@ -112,6 +114,7 @@ export function combineRewards(options: CombineRewardsOptions): CombinedReward {
       expected: 'a non-empty array of { name, fn, weight? }',
     });
   }
+  validateOptions(options, { parameter: 'options', functionName, known: ['rewards', 'mode'] });
   const mode =
     options.mode === undefined
       ? 'sum'
@@ -135,6 +138,7 @@ export function combineRewards(options: CombineRewardsOptions): CombinedReward {
         expected: 'a reward function',
       });
     }
+    assertKnownKeys(spec, { parameter, functionName, known: ['name', 'fn', 'weight'] });
     names.add(spec.name);
     const weight =
       spec.weight === undefined

@@ -1,10 +1,13 @@
 import {
   InvalidArgumentError,
   type RewardFunction,
+  rejectIneffective,
   softOverlongPenalty,
   type Verifier,
   validateInteger,
   validateNumber,
+  validateOneOf,
+  validateOptions,
 } from '@rlvr/core';
 
 /** Options of {@link lengthPenaltyReward}. */
@@ -35,8 +38,33 @@ export type LengthPenaltyOptions = {
  */
 export function lengthPenaltyReward(options: LengthPenaltyOptions): RewardFunction {
   const functionName = 'lengthPenaltyReward';
-  softOverlongPenalty(0, options); // validates maxLength / bufferLength / penaltyFactor
-  const fallback = options.fallback ?? 'error';
+  validateOptions(options, {
+    parameter: 'options',
+    functionName,
+    known: ['maxLength', 'bufferLength', 'penaltyFactor', 'fallback', 'charsPerToken'],
+  });
+  // Core's penalty takes only its own three options.
+  const penalty = {
+    maxLength: options.maxLength,
+    bufferLength: options.bufferLength,
+    ...(options.penaltyFactor === undefined ? {} : { penaltyFactor: options.penaltyFactor }),
+  };
+  softOverlongPenalty(0, penalty); // validates maxLength / bufferLength / penaltyFactor
+  const fallback =
+    options.fallback === undefined
+      ? 'error'
+      : validateOneOf(options.fallback, ['error', 'characters'], {
+          parameter: 'options.fallback',
+          functionName,
+        });
+  if (options.charsPerToken !== undefined && fallback !== 'characters') {
+    rejectIneffective({
+      parameter: 'options.charsPerToken',
+      value: options.charsPerToken,
+      because: "options.fallback is not 'characters' (lengths are read from completionTokens)",
+      functionName,
+    });
+  }
   const charsPerToken =
     options.charsPerToken === undefined
       ? 4
@@ -59,7 +87,7 @@ export function lengthPenaltyReward(options: LengthPenaltyOptions): RewardFuncti
       }
       tokens = Math.ceil(input.completion.length / charsPerToken);
     }
-    return softOverlongPenalty(tokens, options);
+    return softOverlongPenalty(tokens, penalty);
   };
 }
 
@@ -83,6 +111,11 @@ export type RepetitionPenaltyOptions = {
  */
 export function repetitionPenaltyReward(options: RepetitionPenaltyOptions = {}): RewardFunction {
   const functionName = 'repetitionPenaltyReward';
+  validateOptions(options, {
+    parameter: 'options',
+    functionName,
+    known: ['ngramSize', 'maxPenalty'],
+  });
   const ngramSize =
     options.ngramSize === undefined
       ? 3
@@ -138,6 +171,11 @@ export function verifierReward(
       expected: 'a Verifier with verify()',
     });
   }
+  validateOptions(options, {
+    parameter: 'options',
+    functionName: 'verifierReward',
+    known: ['referenceOf'],
+  });
   const referenceOf = options.referenceOf ?? ((input) => input.answer);
   return (input) => {
     const result = verifier.verify({

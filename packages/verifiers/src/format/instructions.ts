@@ -1,10 +1,11 @@
 import {
+  assertKnownKeys,
   InvalidArgumentError,
   type VerifyResult,
   validateInteger,
   validateOneOf,
 } from '@rlvr/core';
-import { checkR1Format, type R1FormatOptions } from './r1-format.js';
+import { checkR1Format, R1_FORMAT_OPTION_KEYS, type R1FormatOptions } from './r1-format.js';
 
 /** Count bounds: `min` and/or `max` (inclusive). `{ min: 3, max: 3 }` means exactly 3. */
 export type CountBounds = { min?: number; max?: number };
@@ -300,6 +301,28 @@ function validateStringField(value: unknown, parameter: string): void {
   }
 }
 
+const BOUNDS = ['min', 'max'] as const;
+/** The keys each constraint type takes (besides `type`). */
+const CONSTRAINT_KEYS: Record<InstructionConstraint['type'], readonly string[]> = {
+  'r1-format': ['type', ...R1_FORMAT_OPTION_KEYS],
+  'word-count': ['type', ...BOUNDS],
+  'sentence-count': ['type', ...BOUNDS],
+  'paragraph-count': ['type', 'separator', ...BOUNDS],
+  'no-commas': ['type'],
+  lowercase: ['type'],
+  uppercase: ['type'],
+  keywords: ['type', 'include', 'exclude', 'caseSensitive'],
+  'keyword-frequency': ['type', 'keyword', 'caseSensitive', ...BOUNDS],
+  json: ['type', 'fence'],
+  'starts-with': ['type', 'text'],
+  'ends-with': ['type', 'text'],
+  'bullet-count': ['type', ...BOUNDS],
+  title: ['type'],
+  placeholders: ['type', ...BOUNDS],
+  sections: ['type', 'count', 'marker'],
+  quotation: ['type'],
+};
+
 /** Validates a list of constraints (throws a typed error naming the offending field). */
 export function validateConstraints(constraints: unknown): InstructionConstraint[] {
   if (!Array.isArray(constraints) || constraints.length === 0) {
@@ -321,9 +344,14 @@ export function validateConstraints(constraints: unknown): InstructionConstraint
       });
     }
     const item = constraint as Record<string, unknown>;
-    validateOneOf(item.type, TYPES, {
+    const type = validateOneOf(item.type, TYPES, {
       parameter: `${parameter}.type`,
       functionName: 'checkInstructions',
+    });
+    assertKnownKeys(item, {
+      parameter,
+      functionName: 'checkInstructions',
+      known: CONSTRAINT_KEYS[type],
     });
     validateBounds(item as CountBounds, parameter);
     switch (item.type) {

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type VerifyResult } from '@rlvr/core';
+import { InvalidArgumentError, type VerifyResult, validateOptions } from '@rlvr/core';
 
 /** Options of {@link checkR1Format}. */
 export type R1FormatOptions = {
@@ -23,6 +23,9 @@ export type R1FormatResult = VerifyResult & {
 };
 
 const TAGS = ['<think>', '</think>', '<answer>', '</answer>'] as const;
+
+/** Keys of {@link R1FormatOptions}. @internal */
+export const R1_FORMAT_OPTION_KEYS = ['requireThinkOpen', 'allowSurroundingWhitespace'] as const;
 
 function count(text: string, tag: string): number {
   let found = 0;
@@ -54,6 +57,11 @@ export function checkR1Format(response: string, options: R1FormatOptions = {}): 
       expected: 'a string',
     });
   }
+  validateOptions(options, {
+    parameter: 'options',
+    functionName: 'checkR1Format',
+    known: R1_FORMAT_OPTION_KEYS,
+  });
   const requireThinkOpen = options.requireThinkOpen ?? true;
   const trimAround = options.allowSurroundingWhitespace ?? true;
   const text = trimAround ? response.trim() : response;

@@ -1,4 +1,4 @@
-import type { RewardFunction, RewardInput, Verifier } from '@rlvr/core';
+import { type RewardFunction, type RewardInput, type Verifier, validateOptions } from '@rlvr/core';
 import {
   checkInstructions,
   type InstructionConstraint,
@@ -23,6 +23,7 @@ export function r1FormatReward(options: R1FormatOptions = {}): RewardFunction {
 
 /** A core {@link Verifier} for the R1 format. */
 export function createR1FormatVerifier(options: R1FormatOptions = {}): Verifier {
+  checkR1Format('', options);
   return { name: 'r1-format', verify: (input) => checkR1Format(input.response, options) };
 }
 
@@ -55,6 +56,11 @@ function constraintsOf(input: RewardInput): InstructionConstraint[] | null {
 export function instructionReward(
   options: { constraints?: InstructionConstraint[] } = {},
 ): RewardFunction {
+  validateOptions(options, {
+    parameter: 'options',
+    functionName: 'instructionReward',
+    known: ['constraints'],
+  });
   const fixed = options.constraints === undefined ? null : validateConstraints(options.constraints);
   return (input) => {
     const constraints = fixed ?? constraintsOf(input);

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, validateNumber } from '@rlvr/core';
+import { InvalidArgumentError, validateNumber, validateOptions } from '@rlvr/core';
 import { type CompareOptions, DEFAULT_COMPARE_OPTIONS, valuesEqual } from './compare.js';
 import {
   DEFAULT_PARSE_OPTIONS,
@@ -17,6 +17,9 @@ export type EquivalenceOptions = {
   /** Let `N%` also match `N/100` when a `%` sign is written (default true). */
   percent?: boolean;
 };
+
+/** Keys of {@link EquivalenceOptions}. @internal */
+export const EQUIVALENCE_OPTION_KEYS = ['tolerance', 'percent'] as const;
 
 type Parsed = ReturnType<typeof parseAnswer>;
 
@@ -87,6 +90,11 @@ export function safeEqual(a: MathValue, b: MathValue, options: CompareOptions): 
 export function mathEquivalent(a: string, b: string, options?: EquivalenceOptions): boolean {
   validateString(a, 'a', 'mathEquivalent');
   validateString(b, 'b', 'mathEquivalent');
+  validateOptions(options, {
+    parameter: 'options',
+    functionName: 'mathEquivalent',
+    known: EQUIVALENCE_OPTION_KEYS,
+  });
   const compareOptions = resolveCompareOptions(options, 'mathEquivalent');
   return parsedEquivalent(parseCached(a), parseCached(b), compareOptions);
 }

@@ -1,4 +1,4 @@
-import { validateInteger, validateOneOf } from '@rlvr/core';
+import { validateInteger, validateOneOf, validateOptions } from '@rlvr/core';
 import { DEFAULT_COMPARE_OPTIONS } from './compare.js';
 import { parseCached, parsedEquivalent, validateString } from './equivalent.js';
 import type { MathValue } from './structure.js';
@@ -63,6 +63,14 @@ const DEFAULTS: ResolvedExtractOptions = {
 
 const MAX_BOXES = 16;
 const MIN_ECHO_LENGTH = 20;
+
+/** Keys of {@link ExtractOptions}. @internal */
+export const EXTRACT_OPTION_KEYS = [
+  'fallback',
+  'multipleAnswers',
+  'question',
+  'maxAnswerLength',
+] as const;
 
 export function resolveExtractOptions(
   options: ExtractOptions | undefined,
@@ -456,6 +464,11 @@ export function extractDetailed(response: string, options: ResolvedExtractOption
  */
 export function extractAnswer(response: string, options?: ExtractOptions): ExtractedAnswer {
   validateString(response, 'response', 'extractAnswer');
+  validateOptions(options, {
+    parameter: 'options',
+    functionName: 'extractAnswer',
+    known: EXTRACT_OPTION_KEYS,
+  });
   const resolved = resolveExtractOptions(options, 'extractAnswer');
   const { answer, source, hedged, candidates } = extractDetailed(response, resolved);
   return { answer, source, hedged, candidates };

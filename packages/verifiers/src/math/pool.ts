@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { AbortedError, ErrorCode, RlvrError, validateInteger } from '@rlvr/core';
+import { AbortedError, ErrorCode, RlvrError, validateInteger, validateOptions } from '@rlvr/core';
 import { validateString } from './equivalent.js';
 import {
   goldToString,
@@ -125,6 +125,11 @@ function timeoutResult(timeoutMs: number, kind: 'timeout' | 'verifier-crashed'):
  */
 export function createMathVerifierPool(options: MathVerifierPoolOptions = {}): MathVerifierPool {
   const functionName = 'createMathVerifierPool';
+  validateOptions(options, {
+    parameter: 'options',
+    functionName,
+    known: ['size', 'timeoutMs', 'verifyOptions'],
+  });
   const size =
     options.size === undefined
       ? Math.max(1, Math.min(8, availableParallelism() - 1))
@@ -144,7 +149,8 @@ export function createMathVerifierPool(options: MathVerifierPoolOptions = {}): M
           max: 3_600_000,
         });
   const baseOptions = options.verifyOptions;
-  if (baseOptions !== undefined) resolveVerifyMathOptions(baseOptions, functionName);
+  if (baseOptions !== undefined)
+    resolveVerifyMathOptions(baseOptions, functionName, 'options.verifyOptions');
 
   const target = workerTarget();
   const queue: Task[] = [];

@@ -1,6 +1,18 @@
-import type { RewardFunction, Verifier, VerifyInput, VerifyResult } from '@rlvr/core';
+import {
+  type RewardFunction,
+  rejectIneffective,
+  type Verifier,
+  type VerifyInput,
+  type VerifyResult,
+  validateOptions,
+} from '@rlvr/core';
 import type { MathVerifierPool } from './pool.js';
-import { resolveVerifyMathOptions, type VerifyMathOptions, verifyMath } from './verify-math.js';
+import {
+  resolveVerifyMathOptions,
+  VERIFY_MATH_OPTION_KEYS,
+  type VerifyMathOptions,
+  verifyMath,
+} from './verify-math.js';
 
 /** Options of {@link createMathVerifier} and {@link mathReward}. */
 export type MathRewardOptions = VerifyMathOptions & {
@@ -15,7 +27,21 @@ function notApplicable(reason: string): VerifyResult {
 }
 
 function split(options: MathRewardOptions | undefined, functionName: string) {
+  validateOptions(options, {
+    parameter: 'options',
+    functionName,
+    known: [...VERIFY_MATH_OPTION_KEYS, 'pool', 'questionFromPrompt'],
+  });
   const { pool, questionFromPrompt = true, ...verifyOptions } = options ?? {};
+  if (functionName === 'mathReward' && questionFromPrompt && verifyOptions.question !== undefined) {
+    rejectIneffective({
+      parameter: 'options.question',
+      value: verifyOptions.question,
+      because:
+        'every reward input has a prompt, which is used as the question (questionFromPrompt is not false)',
+      functionName,
+    });
+  }
   resolveVerifyMathOptions(verifyOptions, functionName);
   return { pool, questionFromPrompt, verifyOptions };
 }
@@ -61,8 +87,8 @@ export function createMathVerifier(options?: MathRewardOptions): Verifier {
  * ```
  */
 export function mathReward(options?: MathRewardOptions): RewardFunction {
-  const verifier = createMathVerifier(options);
   split(options, 'mathReward');
+  const verifier = createMathVerifier(options);
   return (input) => {
     const result = verifier.verify({
       response: input.completion,

@@ -1,6 +1,12 @@
-import { InvalidArgumentError, type VerifyResult, validateInteger } from '@rlvr/core';
+import {
+  InvalidArgumentError,
+  type VerifyResult,
+  validateInteger,
+  validateOptions,
+} from '@rlvr/core';
 import type { CompareOptions } from './compare.js';
 import {
+  EQUIVALENCE_OPTION_KEYS,
   type EquivalenceOptions,
   parseCached,
   resolveCompareOptions,
@@ -8,6 +14,7 @@ import {
   validateString,
 } from './equivalent.js';
 import {
+  EXTRACT_OPTION_KEYS,
   type ExtractOptions,
   type ExtractSource,
   extractDetailed,
@@ -40,18 +47,27 @@ type Resolved = {
   maxItems: number;
 };
 
+/** Keys of {@link VerifyMathOptions}. @internal */
+export const VERIFY_MATH_OPTION_KEYS = [
+  ...EXTRACT_OPTION_KEYS,
+  ...EQUIVALENCE_OPTION_KEYS,
+  'maxItems',
+] as const;
+
 export function resolveVerifyMathOptions(
   options: VerifyMathOptions | undefined,
   functionName: string,
+  parameter = 'options',
 ): Resolved {
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new InvalidArgumentError({
-      parameter: 'options',
+      parameter,
       functionName,
       value: options,
       expected: 'an options object',
     });
   }
+  validateOptions(options, { parameter, functionName, known: VERIFY_MATH_OPTION_KEYS });
   return {
     extract: resolveExtractOptions(options, functionName),
     compare: resolveCompareOptions(options, functionName),

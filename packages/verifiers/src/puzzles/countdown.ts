@@ -4,6 +4,7 @@ import {
   type VerifyResult,
   validateInteger,
   validateNumber,
+  validateOptions,
 } from '@rlvr/core';
 import { add, div, mul, type Rational, rational, sub } from '../math/rational.js';
 import { readGeneratorOptions } from './generator-options.js';
@@ -330,6 +331,11 @@ export function verifyCountdown(
 ): CountdownResult {
   const start = performance.now();
   const functionName = 'verifyCountdown';
+  validateOptions(options, {
+    parameter: 'options',
+    functionName,
+    known: ['useAllNumbers', 'integerSteps', 'formatScore'],
+  });
   if (typeof response !== 'string') {
     throw new InvalidArgumentError({
       parameter: 'response',

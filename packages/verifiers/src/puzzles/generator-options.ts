@@ -15,6 +15,7 @@ export function readGeneratorOptions(
   const raw = validateOptions<PuzzleGeneratorOptions>(options ?? null, {
     parameter: 'options',
     functionName,
+    known: ['seed', 'difficulty'],
   });
   const difficulty =
     raw.difficulty === undefined

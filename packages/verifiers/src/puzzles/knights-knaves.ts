@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type Rng, type VerifyResult } from '@rlvr/core';
+import { InvalidArgumentError, type Rng, type VerifyResult, validateOptions } from '@rlvr/core';
 import { readGeneratorOptions } from './generator-options.js';
 
 /** Role of an inhabitant: knights always tell the truth, knaves always lie. */
@@ -203,6 +203,7 @@ export function verifyKnightsKnaves(
 ): KnightsKnavesResult {
   const start = performance.now();
   const functionName = 'verifyKnightsKnaves';
+  validateOptions(options, { parameter: 'options', functionName, known: ['partialCredit'] });
   if (typeof response !== 'string') {
     throw new InvalidArgumentError({
       parameter: 'response',

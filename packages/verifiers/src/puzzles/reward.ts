@@ -2,6 +2,10 @@ import type { RewardFunction, RewardInput, Verifier, VerifyInput } from '@rlvr/c
 import { type CountdownTask, type CountdownVerifyOptions, verifyCountdown } from './countdown.js';
 import { type KnightsKnavesTask, verifyKnightsKnaves } from './knights-knaves.js';
 
+function validateKnightsKnavesOptions(options: unknown): void {
+  verifyKnightsKnaves('', { names: ['A'], solution: { A: 'knight' } }, options as never);
+}
+
 function taskOf<T>(
   input: RewardInput | VerifyInput,
   isTask: (value: unknown) => value is T,
@@ -59,6 +63,7 @@ export function countdownReward(options: CountdownVerifyOptions = {}): RewardFun
 
 /** A core {@link Verifier} for Countdown (`reference` is the task). */
 export function createCountdownVerifier(options: CountdownVerifyOptions = {}): Verifier {
+  verifyCountdown('', { numbers: [1], target: 1 }, options); // validates options
   return {
     name: 'countdown',
     verify(input) {
@@ -72,6 +77,7 @@ export function createCountdownVerifier(options: CountdownVerifyOptions = {}): V
 
 /** Knights and Knaves as a reward (task from `answer` or `metadata.task`; else `null`). */
 export function knightsKnavesReward(options: { partialCredit?: boolean } = {}): RewardFunction {
+  validateKnightsKnavesOptions(options);
   return (input) => {
     const task = taskOf(input, isKnightsKnavesTask);
     return task ? verifyKnightsKnaves(input.completion, task, options).score : null;
@@ -80,6 +86,7 @@ export function knightsKnavesReward(options: { partialCredit?: boolean } = {}): 
 
 /** A core {@link Verifier} for Knights and Knaves (`reference` is the task). */
 export function createKnightsKnavesVerifier(options: { partialCredit?: boolean } = {}): Verifier {
+  validateKnightsKnavesOptions(options);
   return {
     name: 'knights-knaves',
     verify(input) {
