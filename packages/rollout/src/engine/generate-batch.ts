@@ -47,6 +47,8 @@ export async function generateBatch(
   hooks: {
     decode?: (tokenIds: number[]) => string;
     shouldAbort?: () => boolean;
+    /** Awaited between steps (lets the caller's event loop deliver an abort). */
+    pause?: () => Promise<void>;
     onToken?: (event: TokenEvent) => void;
   } = {},
 ): Promise<IndexedCompletion[]> {
@@ -91,6 +93,7 @@ export async function generateBatch(
     });
     const open = active.filter((jobIndex) => !trackers[jobIndex]!.finished);
     if (open.length === 0) break;
+    await hooks.pause?.();
     if (hooks.shouldAbort?.()) {
       for (const jobIndex of open) trackers[jobIndex]!.abort();
       break;

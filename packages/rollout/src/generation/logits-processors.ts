@@ -1,5 +1,6 @@
 import {
   InvalidArgumentError,
+  rejectIneffective,
   validateFiniteArray,
   validateNumber,
   validateOptions,
@@ -19,20 +20,35 @@ export type LogitsProcessorOptions = {
   repetitionPenalty?: number;
 };
 
+/** The keys of {@link LogitsProcessorOptions}. @internal */
+export const LOGITS_OPTION_KEYS = [
+  'temperature',
+  'topK',
+  'topP',
+  'minP',
+  'repetitionPenalty',
+] as const;
+
 /** {@link LogitsProcessorOptions} with every default filled in and checked. */
 export type ResolvedLogitsOptions = Required<LogitsProcessorOptions>;
 
 /**
  * Checks sampling options and fills in defaults (temperature 1, topK 0, topP 1, minP 0,
  * repetitionPenalty 1).
- * @throws {InvalidArgumentError} `INVALID_ARGUMENT` naming the offending field.
+ * @throws {InvalidArgumentError} `INVALID_ARGUMENT` naming the offending field; `UNKNOWN_OPTION`
+ * for a key that is not an option; `INEFFECTIVE_OPTION` for top-k / top-p / min-p with
+ * temperature 0 (greedy decoding ignores them).
  */
 export function resolveLogitsOptions(
   options: LogitsProcessorOptions | undefined,
   functionName = 'resolveLogitsOptions',
   prefix = 'options',
 ): ResolvedLogitsOptions {
-  const raw = validateOptions<LogitsProcessorOptions>(options, { parameter: prefix, functionName });
+  const raw = validateOptions<LogitsProcessorOptions>(options, {
+    parameter: prefix,
+    functionName,
+    known: LOGITS_OPTION_KEYS,
+  });
   const field = (name: string) => ({ parameter: `${prefix}.${name}`, functionName });
   const temperature =
     raw.temperature === undefined
@@ -58,6 +74,19 @@ export function resolveLogitsOptions(
           min: 0,
           exclusiveMin: true,
         });
+  if (temperature === 0) {
+    // greedy decoding takes the argmax, which every filter keeps: the filters would do nothing
+    const filters = { topK: topK > 0, topP: topP < 1, minP: minP > 0 } as const;
+    for (const [name, active] of Object.entries(filters)) {
+      if (!active) continue;
+      rejectIneffective({
+        parameter: `${prefix}.${name}`,
+        value: raw[name as keyof typeof filters],
+        because: `${prefix}.temperature is 0 (greedy: the most likely token is kept by every filter)`,
+        functionName,
+      });
+    }
+  }
   return { temperature, topK, topP, minP, repetitionPenalty };
 }
 

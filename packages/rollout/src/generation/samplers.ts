@@ -1,4 +1,4 @@
-import { createRng, type Rng } from '@rlvr/core';
+import { createRng, type Rng, validateOptions } from '@rlvr/core';
 import { DistributionBuilder, type ResolvedLogitsOptions } from './logits-processors.js';
 
 /** One sampled token with its behaviour logprob (and the unmodified model logprob if asked). */
@@ -53,6 +53,15 @@ export class TokenSampler {
       penaltyCount?: number;
     } = {},
   ): SampledToken {
+    for (const key in options) {
+      if (key !== 'modelLogprob' && key !== 'penaltyTokens' && key !== 'penaltyCount') {
+        validateOptions(options, {
+          parameter: 'options',
+          functionName: 'TokenSampler.sample',
+          known: ['modelLogprob', 'penaltyTokens', 'penaltyCount'],
+        });
+      }
+    }
     const { builder } = this;
     builder.build(logits, offset, this.options, options.penaltyTokens, options.penaltyCount);
     const tokenId = this.options.temperature === 0 ? builder.argmax : builder.sample(rng.next());

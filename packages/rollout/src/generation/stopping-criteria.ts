@@ -1,4 +1,4 @@
-import type { FinishReason } from '@rlvr/core';
+import { type FinishReason, validateOptions } from '@rlvr/core';
 
 /** Where a stop string was found in a text. */
 export type StopMatch = { index: number; stop: string };
@@ -63,6 +63,11 @@ export class SequenceTracker {
     stop?: readonly string[];
     decode?: (tokenIds: number[]) => string;
   }) {
+    validateOptions(options, {
+      parameter: 'options',
+      functionName: 'SequenceTracker',
+      known: ['maxNewTokens', 'eosTokenIds', 'stop', 'decode'],
+    });
     this.maxNewTokens = options.maxNewTokens;
     this.eosTokenIds = options.eosTokenIds ?? new Set();
     this.stops = (options.stop ?? []).filter((stop) => stop.length > 0);

@@ -22,6 +22,8 @@ export type EngineKind = { type: 'loop'; stepsPerRun: number } | { type: 'optimu
 export type GenerateHooks = {
   decode?: (tokenIds: number[]) => string;
   shouldAbort?: () => boolean;
+  /** Awaited between steps (lets the caller's event loop deliver an abort). */
+  pause?: () => Promise<void>;
   onToken?: (event: TokenEvent) => void;
 };
 

@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import {
   AbortedError,
   type Completion,
@@ -9,8 +8,7 @@ import {
   type SampleRequest,
   type Sampler,
   ShapeMismatchError,
-  validateInteger,
-  validateOneOf,
+  throwIfAborted,
   validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
@@ -21,7 +19,6 @@ import type {
   SequenceJob,
   TokenEvent,
 } from '../engine/generate-batch.js';
-import { resolveLogitsOptions } from '../generation/logits-processors.js';
 import { buildLoopGraph } from '../loop/loop-graph.js';
 import {
   createRolloutTokenizer,
@@ -29,44 +26,15 @@ import {
   type TokenizerFiles,
 } from '../tokenizer/rollout-tokenizer.js';
 import { createDecoderEngine, type EngineKind } from './decoder-engine.js';
-import { type ExecutionProvider, type SessionSettings, validateExecutionProviders } from './ort.js';
+import type { SessionSettings } from './ort.js';
+import { prepareRequest } from './sample-request.js';
+import { type OnnxSamplerOptions, resolveSamplerOptions } from './sampler-options.js';
 import { WorkerPool } from './worker-pool.js';
 import type { ModelSource } from './worker-protocol.js';
 
-const FUNCTION = 'createOnnxSampler';
+export type { OnnxSamplerOptions };
 
-/** Options of {@link createOnnxSampler}. Give exactly one of `checkpoint`, `onnxPath`, `onnx`. */
-export type OnnxSamplerOptions = {
-  /** A model from `@rlvr/model` (exported to ONNX in memory; enables `updateWeights`). */
-  checkpoint?: Checkpoint;
-  /** Path to an Optimum-style decoder `.onnx` file (e.g. `<checkpoint>/onnx/model.onnx`). */
-  onnxPath?: string;
-  /** Tokenizer files; default `checkpoint.tokenizer`. Needed for text prompts, text and stop strings. */
-  tokenizer?: TokenizerFiles;
-  /** `raw`: text prompts are encoded as is (default); `chat`: wrapped as one user message with the chat template. */
-  promptFormat?: 'raw' | 'chat';
-  /** Execution providers in order of preference (default `['cpu']`). */
-  executionProviders?: ExecutionProvider[];
-  /** Intra-op threads per session (default: available cores / workers, at least 1). */
-  threads?: number;
-  /** Worker threads, each with its own session (default 1); 0 runs on the calling thread. */
-  workers?: number;
-  /** EOS token ids (default: `generation_config.json`'s `eos_token_id`, else the tokenizer's `eos_token`). */
-  eosTokenIds?: number[];
-  /** Name reported as `Sampler.modelId` (default `onnx:<onnxPath>` or `onnx:checkpoint`). */
-  modelId?: string;
-  /** Let ORT threads spin while idle (default false: kinder to a shared machine). */
-  allowSpinning?: boolean;
-  /**
-   * `loop` (default with `checkpoint`): a graph built from the checkpoint samples `stepsPerRun`
-   * tokens per `session.run` in-graph (same processors, seeds and logprobs as `optimum`, computed
-   * in float32); `optimum` (default and only choice with `onnxPath`): the Optimum-style decoder, one
-   * `session.run` per token, sampled in JavaScript in float64.
-   */
-  engine?: 'loop' | 'optimum';
-  /** Tokens sampled per `session.run` by the `loop` engine (default 16; 1–1024). */
-  stepsPerRun?: number;
-};
+const FUNCTION = 'createOnnxSampler';
 
 /** A streamed event: one sampled token, or a finished completion. */
 export type SampleStreamEvent =
@@ -87,9 +55,18 @@ export interface OnnxSampler extends Sampler {
   readonly specificationVersion: 'v1';
   readonly modelId: string;
   readonly vocabSize: number;
-  /** Samples `request.n` completions per prompt; an abort mid-way resolves with `finishReason: 'abort'`. */
+  /** The engine in use: the one asked for, or the one chosen for the model size (`options.engine`). */
+  readonly engine: 'loop' | 'optimum';
+  /**
+   * Samples `request.n` completions per prompt. Follows core's abort contract: when
+   * `options.signal` is aborted (before the call or while it generates), the call rejects with
+   * `AbortedError` and never resolves with partial completions.
+   */
   sample(request: SampleRequest, options?: { signal?: AbortSignal }): Promise<Completion[][]>;
-  /** Streams tokens as they are sampled, then each completion when it finishes. */
+  /**
+   * Streams tokens as they are sampled, then each completion. An aborted `options.signal` ends the
+   * stream with `AbortedError` (tokens already streamed stay streamed; no completion events).
+   */
   stream(
     request: SampleRequest,
     options?: { signal?: AbortSignal },
@@ -113,6 +90,11 @@ type Engine = {
   close(): Promise<void>;
   vocabSize: number;
 };
+
+const yieldToEventLoop = (): Promise<void> =>
+  new Promise((resolve) => {
+    setImmediate(resolve);
+  });
 
 /** Bytes for worker threads go through one SharedArrayBuffer (no per-worker structured clone). */
 function toShared(bytes: Uint8Array, workers: number): ModelSource {
@@ -149,6 +131,9 @@ async function createEngine(
           decoder.generate(jobs, settings, {
             decode: tokenizer ? (ids) => tokenizer.decode(ids) : undefined,
             shouldAbort: () => signal?.aborted === true,
+            // on the calling thread, session.run blocks the event loop: yield between steps so
+            // that an abort (a timer, a request handler) can land mid-generation
+            pause: signal ? yieldToEventLoop : undefined,
             onToken,
           }),
         ),
@@ -217,233 +202,50 @@ function eosFromGenerationConfig(config: object | undefined): number[] {
  * `MODEL_LOAD_FAILED` when the graph or tokenizer cannot be loaded.
  */
 export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<OnnxSampler> {
-  const raw = validateOptions<OnnxSamplerOptions>(options, {
-    parameter: 'options',
-    functionName: FUNCTION,
-  });
-  const sources = (['checkpoint', 'onnxPath'] as const).filter((key) => raw[key] !== undefined);
-  if (sources.length !== 1) {
-    throw new InvalidArgumentError({
-      parameter: 'options',
-      functionName: FUNCTION,
-      value: sources,
-      expected: 'exactly one of options.checkpoint or options.onnxPath',
-    });
-  }
-  if (
-    raw.onnxPath !== undefined &&
-    (typeof raw.onnxPath !== 'string' || raw.onnxPath.length === 0)
-  ) {
-    throw new InvalidArgumentError({
-      parameter: 'options.onnxPath',
-      functionName: FUNCTION,
-      value: raw.onnxPath,
-      expected: 'a path to an .onnx file',
-    });
-  }
-  const executionProviders = validateExecutionProviders(raw.executionProviders, FUNCTION);
-  const workers =
-    raw.workers === undefined
-      ? 1
-      : validateInteger(raw.workers, {
-          parameter: 'options.workers',
-          functionName: FUNCTION,
-          min: 0,
-          max: 64,
-        });
-  const threads =
-    raw.threads === undefined
-      ? Math.max(1, Math.floor(availableParallelism() / Math.max(1, workers)))
-      : validateInteger(raw.threads, {
-          parameter: 'options.threads',
-          functionName: FUNCTION,
-          min: 1,
-          max: 256,
-        });
-  const promptFormat =
-    raw.promptFormat === undefined
-      ? 'raw'
-      : validateOneOf(raw.promptFormat, ['raw', 'chat'], {
-          parameter: 'options.promptFormat',
-          functionName: FUNCTION,
-        });
-  if (raw.allowSpinning !== undefined && typeof raw.allowSpinning !== 'boolean') {
-    throw new InvalidArgumentError({
-      parameter: 'options.allowSpinning',
-      functionName: FUNCTION,
-      value: raw.allowSpinning,
-      expected: 'a boolean',
-    });
-  }
-  const engineType =
-    raw.engine === undefined
-      ? raw.checkpoint
-        ? 'loop'
-        : 'optimum'
-      : validateOneOf(raw.engine, ['loop', 'optimum'], {
-          parameter: 'options.engine',
-          functionName: FUNCTION,
-        });
-  if (engineType === 'loop' && !raw.checkpoint) {
-    throw new InvalidArgumentError({
-      parameter: 'options.engine',
-      functionName: FUNCTION,
-      value: raw.engine,
-      expected: "'optimum' with options.onnxPath (the loop graph is built from options.checkpoint)",
-    });
-  }
-  const stepsPerRun =
-    raw.stepsPerRun === undefined
-      ? 16
-      : validateInteger(raw.stepsPerRun, {
-          parameter: 'options.stepsPerRun',
-          functionName: FUNCTION,
-          min: 1,
-          max: 1024,
-        });
-  const kind: EngineKind =
-    engineType === 'loop' ? { type: 'loop', stepsPerRun } : { type: 'optimum' };
+  const resolved = resolveSamplerOptions(options);
+  const { kind, session, workers, tokenizerFiles } = resolved;
   const encode = (source: Checkpoint): Uint8Array =>
-    kind.type === 'loop' ? buildLoopGraph(source) : exportOnnx(source);
-  const session: SessionSettings = {
-    executionProviders,
-    threads,
-    allowSpinning: raw.allowSpinning ?? false,
-  };
-  let checkpoint = raw.checkpoint;
-  const tokenizerFiles = raw.tokenizer ?? checkpoint?.tokenizer;
+    kind.type === 'loop' ? buildLoopGraph(source, FUNCTION) : exportOnnx(source);
+  let checkpoint = resolved.checkpoint;
   const tokenizer = tokenizerFiles ? await createRolloutTokenizer(tokenizerFiles) : undefined;
-  let eosTokenIds: number[];
-  if (raw.eosTokenIds !== undefined) {
-    if (
-      !Array.isArray(raw.eosTokenIds) ||
-      raw.eosTokenIds.some((id) => !Number.isInteger(id) || id < 0)
-    ) {
-      throw new InvalidArgumentError({
-        parameter: 'options.eosTokenIds',
-        functionName: FUNCTION,
-        value: raw.eosTokenIds,
-        expected: 'an array of non-negative integer token ids',
-      });
-    }
-    eosTokenIds = [...raw.eosTokenIds];
-  } else {
-    const fromConfig = eosFromGenerationConfig(checkpoint?.generationConfig);
-    eosTokenIds = fromConfig.length > 0 ? fromConfig : (tokenizer?.eosTokenIds ?? []);
-  }
+  const fromConfig = eosFromGenerationConfig(checkpoint?.generationConfig);
+  const eosTokenIds =
+    resolved.eosTokenIds ?? (fromConfig.length > 0 ? fromConfig : (tokenizer?.eosTokenIds ?? []));
   const model: ModelSource = checkpoint
     ? toShared(encode(checkpoint), workers)
-    : { path: raw.onnxPath! };
+    : { path: resolved.onnxPath! };
   const engine = await createEngine(kind, model, session, workers, tokenizerFiles, tokenizer);
-  const modelId = raw.modelId ?? (raw.onnxPath ? `onnx:${raw.onnxPath}` : 'onnx:checkpoint');
   let closed = false;
   let lastWeightSync: WeightSyncTiming | undefined;
 
-  const prepare = (request: SampleRequest, method: string) => {
-    const name = `OnnxSampler.${method}`;
-    const req = validateOptions<SampleRequest>(request, {
-      parameter: 'request',
-      functionName: name,
+  /** Checks the call: options `{ signal }`, not closed, not aborted yet; then the request. */
+  const prepare = (request: SampleRequest, callOptions: unknown, method: string) => {
+    const functionName = `OnnxSampler.${method}`;
+    const { signal } = validateOptions<{ signal?: AbortSignal }>(callOptions, {
+      parameter: 'options',
+      functionName,
+      known: ['signal'],
     });
-    if (closed) throw new RlvrError(ErrorCode.UNAVAILABLE, `${name}() was called after close()`);
-    if (!Array.isArray(req.prompts)) {
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new InvalidArgumentError({
-        parameter: 'request.prompts',
-        functionName: name,
-        value: req.prompts,
-        expected: 'an array of prompts (strings or token id arrays)',
+        parameter: 'options.signal',
+        functionName,
+        value: signal,
+        expected: 'an AbortSignal',
       });
     }
-    const n = validateInteger(req.n, { parameter: 'request.n', functionName: name, min: 1 });
-    const maxNewTokens = validateInteger(req.maxNewTokens, {
-      parameter: 'request.maxNewTokens',
-      functionName: name,
-      min: 0,
-    });
-    const sampling = resolveLogitsOptions(
-      {
-        temperature: req.temperature,
-        topK: req.topK,
-        topP: req.topP,
-        minP: req.minP,
-        repetitionPenalty: req.repetitionPenalty,
-      },
-      name,
-      'request',
-    );
-    const stop = req.stop ?? [];
-    if (!Array.isArray(stop) || stop.some((item) => typeof item !== 'string')) {
-      throw new InvalidArgumentError({
-        parameter: 'request.stop',
-        functionName: name,
-        value: stop,
-        expected: 'an array of strings',
-      });
+    if (closed) {
+      throw new RlvrError(ErrorCode.UNAVAILABLE, `${functionName}() was called after close()`);
     }
-    if (stop.length > 0 && !tokenizer) {
-      throw new InvalidArgumentError({
-        parameter: 'request.stop',
-        functionName: name,
-        value: stop,
-        expected: 'no stop strings when the sampler has no tokenizer (options.tokenizer)',
-      });
-    }
-    const seed =
-      req.seed === undefined
-        ? Math.floor(Math.random() * 2 ** 32)
-        : validateInteger(req.seed, { parameter: 'request.seed', functionName: name });
-    const jobs: SequenceJob[] = [];
-    req.prompts.forEach((prompt, promptIndex) => {
-      let ids: number[];
-      if (typeof prompt === 'string') {
-        if (!tokenizer) {
-          throw new InvalidArgumentError({
-            parameter: `request.prompts[${promptIndex}]`,
-            functionName: name,
-            value: prompt,
-            expected: 'token ids (the sampler has no tokenizer for text prompts)',
-          });
-        }
-        ids =
-          promptFormat === 'chat' ? tokenizer.applyChatTemplate(prompt) : tokenizer.encode(prompt);
-      } else if (Array.isArray(prompt)) {
-        ids = [...prompt];
-        if (ids.some((id) => !Number.isInteger(id) || id < 0 || id >= engine.vocabSize)) {
-          throw new InvalidArgumentError({
-            parameter: `request.prompts[${promptIndex}]`,
-            functionName: name,
-            value: prompt,
-            expected: `token ids in [0, ${engine.vocabSize})`,
-          });
-        }
-      } else {
-        throw new InvalidArgumentError({
-          parameter: `request.prompts[${promptIndex}]`,
-          functionName: name,
-          value: prompt,
-          expected: 'a string or an array of token ids',
-        });
-      }
-      if (ids.length === 0) {
-        throw new InvalidArgumentError({
-          parameter: `request.prompts[${promptIndex}]`,
-          functionName: name,
-          value: prompt,
-          expected: 'a prompt of at least one token',
-        });
-      }
-      for (let sampleIndex = 0; sampleIndex < n; sampleIndex++)
-        jobs.push({ promptIndex, sampleIndex, promptTokenIds: ids });
-    });
-    const settings: GenerationSettings = {
-      sampling,
-      maxNewTokens,
-      stop: [...stop],
-      seed,
-      returnModelLogprobs: req.returnModelLogprobs === true,
+    throwIfAborted(signal, `${functionName}()`);
+    const prepared = prepareRequest(request, {
+      functionName,
+      tokenizer,
+      promptFormat: resolved.promptFormat,
+      vocabSize: engine.vocabSize,
       eosTokenIds,
-    };
-    return { jobs, settings, promptCount: req.prompts.length, n };
+    });
+    return { ...prepared, signal };
   };
 
   const group = (
@@ -458,23 +260,21 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
 
   const sampler: OnnxSampler = {
     specificationVersion: 'v1',
-    modelId,
+    modelId: resolved.modelId,
     vocabSize: engine.vocabSize,
+    engine: kind.type,
     get lastWeightSync() {
       return lastWeightSync;
     },
     async sample(request, callOptions) {
-      const signal = callOptions?.signal;
-      if (signal?.aborted)
-        throw new AbortedError({ operation: 'OnnxSampler.sample()', cause: signal.reason });
-      const { jobs, settings, promptCount, n } = prepare(request, 'sample');
-      return group(await engine.generate(jobs, settings, signal), promptCount, n);
+      const { jobs, settings, promptCount, n, signal } = prepare(request, callOptions, 'sample');
+      const completions = await engine.generate(jobs, settings, signal);
+      // core's abort contract: an aborted call rejects, never resolves with partial completions
+      throwIfAborted(signal, 'OnnxSampler.sample()');
+      return group(completions, promptCount, n);
     },
     stream(request, callOptions) {
-      const signal = callOptions?.signal;
-      if (signal?.aborted)
-        throw new AbortedError({ operation: 'OnnxSampler.stream()', cause: signal.reason });
-      const { jobs, settings } = prepare(request, 'stream');
+      const { jobs, settings, signal } = prepare(request, callOptions, 'stream');
       const events: SampleStreamEvent[] = [];
       let wake: (() => void) | undefined;
       let done = false;
@@ -487,6 +287,13 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
         .generate(jobs, settings, signal, (event) => push({ type: 'token', ...event }))
         .then(
           (completions) => {
+            if (signal?.aborted) {
+              failure = new AbortedError({
+                operation: 'OnnxSampler.stream()',
+                cause: signal.reason,
+              });
+              return;
+            }
             for (const item of completions) push({ type: 'completion', ...item });
           },
           (error: unknown) => {
@@ -525,6 +332,7 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
       const raw = validateOptions<WeightSnapshot>(snapshot, {
         parameter: 'snapshot',
         functionName: name,
+        known: ['step', 'tensors'],
       });
       if (!Array.isArray(raw.tensors)) {
         throw new InvalidArgumentError({
