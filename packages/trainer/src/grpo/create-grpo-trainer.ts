@@ -365,6 +365,7 @@ export async function createGrpoTrainer(options: GrpoTrainerOptions): Promise<Gr
     });
     state = {
       ...loaded.state,
+      datasetSize: dataset.length,
       fingerprint: state.fingerprint,
       settings,
       ...(plan.kind === 'resume' && !plan.inPlace

@@ -110,7 +110,8 @@ export class GrpoTrainer {
   readonly #run: RunContext;
 
   /** @internal use {@link createGrpoTrainer}. */
-  constructor(run: RunContext) {
+  constructor(context: unknown) {
+    const run = context as RunContext;
     this.#run = run;
     this.policy = run.policy;
     this.model = run.model;
