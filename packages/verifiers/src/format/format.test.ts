@@ -113,7 +113,8 @@ describe('checkInstructions', () => {
     expect(check('<< >>', { type: 'title' }).passed).toBe(false);
     expect(check('Dear [name], at [address]', { type: 'placeholders', min: 2 }).passed).toBe(true);
     expect(check('Dear [ ]', { type: 'placeholders' }).passed).toBe(false);
-    expect(check('Section 1\na\nSECTION 2\nb', { type: 'sections', count: 2 }).passed).toBe(true);
+    expect(check('Section 1\na\nSection 2\nb', { type: 'sections', count: 2 }).passed).toBe(true);
+    expect(check('Section 1\na\nSECTION 2\nb', { type: 'sections', count: 2 }).passed).toBe(false);
     expect(check('Section 1\nSection 3', { type: 'sections', count: 2 }).passed).toBe(false);
     expect(check('## Part 1\nPart 2', { type: 'sections', count: 2, marker: 'Part' }).passed).toBe(
       true,
@@ -185,6 +186,8 @@ describe('format fuzzing (never throws, bounded time)', () => {
     { type: 'placeholders' },
     { type: 'sections', count: 2 },
     { type: 'quotation' },
+    { type: 'repeat-prompt', prompt: 'Write [a] (poem)' },
+    { type: 'two-responses' },
   ];
 
   it('should return a score in [0, 1] for random strings', () => {
@@ -218,6 +221,9 @@ describe('format fuzzing (never throws, bounded time)', () => {
       `[${'a '.repeat(megabyte / 2)}`,
       `${' \t'.repeat(megabyte / 2)}***`,
       `"${'x'.repeat(megabyte)}`,
+      '******'.repeat(megabyte / 6),
+      '[x](y)'.repeat(megabyte / 6),
+      '- [x]\n'.repeat(megabyte / 6),
     ]) {
       const start = performance.now();
       const result = checkInstructions(input, everything);
