@@ -1,3 +1,4 @@
+export * from './ifeval/index.js';
 export type {
   ConstraintResult,
   CountBounds,

@@ -1,0 +1,132 @@
+/**
+ * Python-equivalent text primitives for IFEval's checks: `\w` and `\b` as Python's `re` has them
+ * for `str` patterns, `str.isupper`/`str.islower`, `str.split()`, a punkt-like sentence counter
+ * and a Treebank-like word tokenizer (IFEval uses nltk for the last two).
+ */
+
+/** Python's `\w` for str patterns: letters, numbers (Nd/Nl/No) and `_` (not combining marks). */
+export const WORD_CHAR = '[\\p{L}\\p{N}_]';
+/** Python's `\b`. */
+export const WORD_BOUNDARY = `(?:(?<=${WORD_CHAR})(?!${WORD_CHAR})|(?<!${WORD_CHAR})(?=${WORD_CHAR}))`;
+
+/** IFEval's `count_words`: nltk's `RegexpTokenizer(r"\w+")` token count. */
+export function countWordTokens(text: string): number {
+  let count = 0;
+  for (const _ of text.matchAll(/[\p{L}\p{N}_]+/gu)) count++;
+  return count;
+}
+
+/** Python's `str.isupper()`: at least one cased character and none lower- or title-case. */
+export function isUpper(text: string): boolean {
+  return /\p{Uppercase}/u.test(text) && !/[\p{Lowercase}\p{Lt}]/u.test(text);
+}
+
+/** Python's `str.islower()`: at least one cased character and none upper- or title-case. */
+export function isLower(text: string): boolean {
+  return /\p{Lowercase}/u.test(text) && !/[\p{Uppercase}\p{Lt}]/u.test(text);
+}
+
+/** Python's whitespace for `str.split()` / `str.strip()`. */
+const PY_SPACE = new RegExp(
+  `[\\s${String.fromCharCode(0x1c)}-${String.fromCharCode(0x1f, 0x85)}]+`,
+  'u',
+);
+
+/** Python's `str.split()` (no argument). */
+export function pySplit(text: string): string[] {
+  return text.split(PY_SPACE).filter((part) => part !== '');
+}
+
+/** Python's `str.strip(chars)`. */
+export function stripChars(text: string, chars: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && chars.includes(text[start]!)) start++;
+  while (end > start && chars.includes(text[end - 1]!)) end--;
+  return text.slice(start, end);
+}
+
+/** Abbreviations that punkt's English model does not end a sentence on (lower case, no final dot). */
+const ABBREVIATIONS = new Set(
+  (
+    'mr mrs ms dr prof st jr sr vs etc e.g i.e u.s u.k u.s.a inc ltd co corp no nos fig figs ' +
+    'approx dept est jan feb mar apr jun jul aug sep sept oct nov dec mt ft lt col gen gov sen rep ' +
+    'rev ave blvd rd vol pp ed eds al cf ca a.m p.m'
+  ).split(' '),
+);
+/** Words punkt treats as likely sentence starters after an abbreviation or ellipsis. */
+const STARTERS = new Set(
+  'the a an i it he she we they this that these those but however in on at if when so there'.split(
+    ' ',
+  ),
+);
+/** Closing punctuation that may follow the sentence-final mark inside the same token. */
+const CLOSERS = `"')]}’”»`;
+
+/**
+ * IFEval's `count_sentences` (nltk punkt, English model), approximated without the trained
+ * model: a token ending in `.`, `?` or `!` (then optional closing quotes/brackets) ends a sentence
+ * when another token follows, except known abbreviations, initials (`J.`) and numbers (`1.`)
+ * followed by a lower-case word, and ellipses or abbreviations not followed by a sentence starter.
+ * Newlines alone never split. The text after the last break counts when it is not empty.
+ */
+export function countSentences(text: string): number {
+  const tokens = pySplit(text);
+  if (tokens.length === 0) return text === '' ? 0 : 1;
+  let sentences = 1;
+  for (let index = 0; index < tokens.length - 1; index++) {
+    if (endsSentence(tokens[index]!, tokens[index + 1]!)) sentences++;
+  }
+  return sentences;
+}
+
+function endsSentence(token: string, next: string): boolean {
+  const core = stripTrailing(token, CLOSERS);
+  const mark = core.at(-1);
+  if (mark !== '.' && mark !== '?' && mark !== '!') return false;
+  if (mark !== '.') return true;
+  const nextWord = stripLeading(next, `"'([{‘“«*_`);
+  const nextUpper = /^\p{Lu}/u.test(nextWord);
+  const nextStarter = nextUpper && STARTERS.has(nextWord.toLowerCase().replace(/\W+$/u, ''));
+  if (/\.\.$/.test(core) || core.endsWith('…')) return nextUpper;
+  const word = stripLeading(core.slice(0, -1), `"'([{‘“«*_`).toLowerCase();
+  if (word === '') return false;
+  if (ABBREVIATIONS.has(word)) return nextStarter;
+  if (/^\p{L}$/u.test(word) || /^(?:\p{L}\.)+\p{L}$/u.test(word)) return nextStarter;
+  if (/^\d+$/.test(word)) return !/^\p{Ll}/u.test(nextWord);
+  return true;
+}
+
+function stripTrailing(text: string, chars: string): string {
+  let end = text.length;
+  while (end > 0 && chars.includes(text[end - 1]!)) end--;
+  return text.slice(0, end);
+}
+
+function stripLeading(text: string, chars: string): string {
+  let start = 0;
+  while (start < text.length && chars.includes(text[start]!)) start++;
+  return text.slice(start);
+}
+
+const CONTRACTION = /^(.*[^'])('[sSmMdD]|'ll|'LL|'re|'RE|'ve|'VE|n't|N'T)$/u;
+
+/**
+ * Word tokens as nltk's `word_tokenize` (Treebank) splits them, for counting capitalized words:
+ * whitespace, then punctuation (`, ; : @ # $ % & ? ! " ( ) [ ] { } < >` and quotes) as separate
+ * tokens, then contractions (`DON'T` → `DO`, `N'T`; `IT'S` → `IT`, `'S`). Hyphenated words and
+ * dotted abbreviations (`U.S.`) stay one token.
+ */
+export function wordTokens(text: string): string[] {
+  const tokens: string[] = [];
+  for (const chunk of text.split(
+    /[\s,;@#$%&?!"()[\]{}<>“”‘«»`]+|:(?!\d)|(?<!\p{L})'|'(?!\p{L})/u,
+  )) {
+    if (!chunk) continue;
+    const piece = chunk.replace(/\.+$/u, '') || chunk;
+    const contraction = CONTRACTION.exec(piece);
+    if (contraction) tokens.push(contraction[1]!, contraction[2]!);
+    else tokens.push(piece);
+  }
+  return tokens;
+}
