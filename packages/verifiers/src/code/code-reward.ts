@@ -21,7 +21,11 @@ export type CodeRewardOptions = {
   pool?: SandboxPool;
   /** Passed to {@link runTests}; see its `isolation` option. */
   isolation?: RunTestsOptions['isolation'];
+  /** Passed to {@link runTests}; see its `allowWeakerLimits` option. */
+  allowWeakerLimits?: boolean;
   pythonPath?: string;
+  bwrapPath?: string;
+  prlimitPath?: string;
   /** Reward when the sandbox reports violations (`blocked`). Default 0; e.g. -1 to penalize. */
   blockedReward?: number;
   /** Called with every result (for logging violations, timings, verdict counts). */
@@ -68,7 +72,10 @@ export function createCodeReward(options: CodeRewardOptions): RewardFunction {
       'limits',
       'pool',
       'isolation',
+      'allowWeakerLimits',
       'pythonPath',
+      'bwrapPath',
+      'prlimitPath',
       'blockedReward',
       'onResult',
     ],
@@ -111,7 +118,10 @@ export function createCodeReward(options: CodeRewardOptions): RewardFunction {
       limits: input.limits,
       partialCredit: input.partialCredit,
       isolation: input.isolation,
+      allowWeakerLimits: input.allowWeakerLimits,
       pythonPath: input.pythonPath,
+      bwrapPath: input.bwrapPath,
+      prlimitPath: input.prlimitPath,
     };
     const result = await (input.pool ? input.pool.run(runOptions) : runTests(runOptions));
     input.onResult?.(result, sample);

@@ -1,15 +1,8 @@
 import { execFile } from 'node:child_process';
-import {
-  accessSync,
-  closeSync,
-  constants,
-  existsSync,
-  openSync,
-  readSync,
-  realpathSync,
-} from 'node:fs';
-import { delimiter, dirname, join } from 'node:path';
+import { closeSync, existsSync, openSync, readSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { PYTHON_HARNESS } from './harness-python.js';
+import { canDropUid, findOnPath, reachableByOthers } from './host-tools.js';
 import type { CodeLanguage } from './types.js';
 
 /** What the sandbox must mount read-only for one interpreter, and which paths it may read. */
@@ -106,24 +99,12 @@ function mappedFiles(maps: string): string[] {
   return [...files];
 }
 
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Default Python: Debian's `/usr/bin/python3` when present, else the first `python3` on PATH. */
+/**
+ * Default Python: the first `python3` on `PATH`. When runs drop to a throw-away uid (the host is
+ * root), one that uid cannot reach (e.g. a pyenv shim under `/root`) is skipped.
+ */
 export function defaultPythonPath(): string | null {
-  if (isExecutable('/usr/bin/python3')) return '/usr/bin/python3';
-  for (const directory of (process.env.PATH ?? '').split(delimiter)) {
-    if (!directory) continue;
-    const candidate = join(directory, 'python3');
-    if (isExecutable(candidate)) return candidate;
-  }
-  return null;
+  return findOnPath('python3', canDropUid() ? reachableByOthers : undefined);
 }
 
 const DISCOVER_PYTHON =

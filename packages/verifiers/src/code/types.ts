@@ -62,6 +62,16 @@ export type IsolationReport = {
   cgroup: boolean;
   /** Interpreter binary used. */
   interpreter: string;
+  /** bubblewrap binary used (null in unsafe mode). */
+  bwrap: string | null;
+  /** prlimit binary used (null when missing and `allowWeakerLimits` let the run go on). */
+  prlimit: string | null;
+  /**
+   * Which limits were enforced: `cpuTimeMs`, `fileSizeBytes`, `openFiles` need prlimit;
+   * `memoryBytes` and `processes` need prlimit or the cgroup; `diskBytes` needs bubblewrap;
+   * `wallTimeMs` and `outputBytes` are enforced by the host and always apply.
+   */
+  limitsApplied: Record<keyof SandboxLimits, boolean>;
 };
 
 /** Structured result of {@link runTests}. Never thrown on model output. */
@@ -73,6 +83,12 @@ export type RunTestsResult = {
   total: number | null;
   /** Reward: 1 on pass; `passed/total` with `partialCredit` (0 when blocked); else 0. */
   score: number;
+  /**
+   * Assertions the tests executed (Python `assert` statements and `unittest` assertion methods;
+   * JavaScript calls of the tests' `assert`), or `null` when the tests did not run to the end.
+   * A suite that ends with 0 ends as `error` (score 0): it cannot tell right from wrong.
+   */
+  assertions: number | null;
   /** Per-test outcomes, in order, for the tests that finished. */
   tests: TestOutcome[];
   violations: SandboxViolation[];
@@ -94,10 +110,12 @@ export type RunTestsOptions = {
   /** Source of the program under test (e.g. extracted from a completion). */
   program: string;
   /**
-   * Hidden tests. An array: each entry is one test (a snippet of assertions). A string: in Python
-   * every top-level `assert` or expression statement (e.g. `check(candidate)`) is one test and the
-   * other statements are setup run in order; in JavaScript the whole string is one test.
-   * Tests see the program's top-level names; JavaScript tests get `assert` and `require` parameters.
+   * Hidden tests, non-blank (`''` would pass any program: `INVALID_ARGUMENT`). An array: each entry
+   * is one test. A string: in Python every top-level `assert` or expression statement (e.g.
+   * `check(candidate)`) is one test and the other statements are setup run in order; in JavaScript
+   * the whole string is one test. Tests see the program's top-level names; JavaScript tests get
+   * `assert` and `require` parameters. The suite must execute at least one assertion (see
+   * {@link RunTestsResult.assertions}).
    */
   tests: string | readonly string[];
   /** Test-side setup run before the tests (hidden from the program too). */
@@ -110,8 +128,21 @@ export type RunTestsOptions = {
    * on the host with only rlimits and the in-process guards: for trusted code or debugging only.
    */
   isolation?: 'bubblewrap' | 'unsafe-no-isolation';
-  /** Python interpreter (default `/usr/bin/python3`, else `python3` on PATH). */
+  /**
+   * Run even where `prlimit` is missing, without the CPU-time, file-size and open-files limits (and
+   * without the memory and process limits unless a cgroup applies them);
+   * `isolation.limitsApplied` says which held. Default false: a missing prlimit is `UNAVAILABLE`.
+   */
+  allowWeakerLimits?: boolean;
+  /**
+   * Python interpreter. Default: the first `python3` on `PATH` that the sandbox user can reach
+   * (when the run drops to a throw-away uid, one under e.g. `/root/.pyenv` is skipped).
+   */
   pythonPath?: string;
+  /** bubblewrap binary. Default: `RLVR_BWRAP` when set, else the first `bwrap` on `PATH`. */
+  bwrapPath?: string;
+  /** prlimit binary. Default: the first `prlimit` on `PATH`. */
+  prlimitPath?: string;
   /** Cancels the run (the process tree is killed and the promise rejects with `ABORTED`). */
   signal?: AbortSignal;
 };

@@ -1,0 +1,237 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, constants as fsConstants, openSync } from 'node:fs';
+import type { Writable } from 'node:stream';
+import type { RunCgroup } from './cgroup.js';
+import type { ResolvedLimits } from './options.js';
+import type { SandboxViolation, TestOutcome, ViolationKind } from './types.js';
+
+const VIOLATION_KINDS = new Set<ViolationKind>([
+  'file-read',
+  'file-write',
+  'process',
+  'network',
+  'tamper',
+]);
+
+export type Summary = { passed: number; total: number };
+export type Outcome = {
+  summary: Summary | null;
+  /** Countable tests, reported by the harness before the program runs. */
+  total: number | null;
+  loadFailure: { phase: 'load' | 'setup'; kind: string; message: string } | null;
+  tests: TestOutcome[];
+  violations: SandboxViolation[];
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  signal: string | null;
+  killed: 'timeout' | 'output-limit' | 'aborted' | null;
+  totalMs: number;
+};
+
+/** A byte-capped collector: keeps the first `cap` bytes, reports overflow. */
+class CappedBuffer {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  overflowed = false;
+  constructor(private readonly cap: number) {}
+  push(chunk: Buffer): boolean {
+    if (this.size + chunk.length > this.cap) {
+      const room = this.cap - this.size;
+      if (room > 0) this.chunks.push(chunk.subarray(0, room));
+      this.size = this.cap;
+      this.overflowed = true;
+      return false;
+    }
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    return true;
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+function killTree(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL'); // the process group (detached)
+  } catch {}
+  try {
+    child.kill('SIGKILL');
+  } catch {}
+}
+
+/** Spawns one run and collects the harness channel (fd 3), stdout and stderr. */
+export function execute(
+  argv: string[],
+  payload: Buffer,
+  options: {
+    limits: ResolvedLimits;
+    nonce: string;
+    /** Run as this uid (and gid), dropped by the spawn itself; the host must be root. */
+    uid?: number;
+    /** The run's cgroup: its `cgroup.procs` files are opened here and passed as fds 4, 5, … */
+    cgroup?: RunCgroup | null;
+    /** Written into a pipe at the fd after the cgroup descriptors (`harnessFd`), then closed. */
+    harnessData?: Buffer;
+    signal?: AbortSignal;
+    cwd?: string;
+  },
+): Promise<Outcome> {
+  const { nonce } = options;
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const [file, ...args] = argv as [string, ...string[]];
+    // Opened by the host (root): the kernel checks the opener's credentials when the harness
+    // writes to them, so the unprivileged sandbox user can join exactly this group, nothing else.
+    const cgroupFds: number[] = [];
+    let child: ChildProcess;
+    try {
+      for (const procs of options.cgroup?.procsFiles ?? []) {
+        cgroupFds.push(openSync(procs, fsConstants.O_WRONLY));
+      }
+      child = spawn(file, args, {
+        stdio: [
+          'pipe',
+          'pipe',
+          'pipe',
+          'pipe',
+          ...cgroupFds,
+          ...(options.harnessData ? ['pipe' as const] : []),
+        ],
+        env: {},
+        detached: true,
+        cwd: options.cwd,
+        ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
+      });
+    } catch (error) {
+      for (const fd of cgroupFds) closeSync(fd);
+      resolve({
+        summary: null,
+        total: null,
+        loadFailure: null,
+        tests: [],
+        violations: [],
+        stdout: '',
+        stderr: `spawn failed: ${(error as Error).message}`,
+        exitCode: null,
+        signal: null,
+        killed: null,
+        totalMs: performance.now() - started,
+      });
+      return;
+    }
+    for (const fd of cgroupFds) closeSync(fd);
+    if (options.harnessData) {
+      const harnessPipe = child.stdio[4 + cgroupFds.length] as Writable | null | undefined;
+      harnessPipe?.on('error', () => {});
+      harnessPipe?.end(options.harnessData);
+    }
+    const stdout = new CappedBuffer(options.limits.outputBytes);
+    const stderr = new CappedBuffer(options.limits.outputBytes);
+    const channel = new CappedBuffer(256 * 1024 + 1024 * 1024);
+    const outcome: Outcome = {
+      summary: null,
+      total: null,
+      loadFailure: null,
+      tests: [],
+      violations: [],
+      stdout: '',
+      stderr: '',
+      exitCode: null,
+      signal: null,
+      killed: null,
+      totalMs: 0,
+    };
+    let pending = '';
+    let finished = false;
+    let graceTimer: NodeJS.Timeout | undefined;
+    const kill = (reason: Outcome['killed']) => {
+      if (outcome.killed === null && outcome.summary === null && outcome.loadFailure === null) {
+        outcome.killed = reason;
+      }
+      killTree(child);
+    };
+    const onLine = (line: string) => {
+      if (line.startsWith(`${nonce} `)) {
+        const rest = line.slice(nonce.length + 1);
+        const [tag, first, second, ...words] = rest.split(' ');
+        if (tag === 'T') {
+          const status = second as TestOutcome['status'];
+          outcome.tests.push({ index: Number(first), status, message: words.join(' ') });
+        } else if (tag === 'N') {
+          outcome.total = Number(first);
+        } else if (tag === 'S') {
+          outcome.summary = { passed: Number(first), total: Number(second) };
+        } else if (tag === 'E') {
+          outcome.loadFailure = {
+            phase: first === 'setup' ? 'setup' : 'load',
+            kind: second ?? 'error',
+            message: words.join(' '),
+          };
+        }
+        if (tag === 'S' || tag === 'E') {
+          // The verdict is known: give the process a moment to exit, then end it.
+          graceTimer = setTimeout(() => killTree(child), 500);
+        }
+        return;
+      }
+      if (line.startsWith('V ')) {
+        const [, kind, ...detail] = line.split(' ');
+        outcome.violations.push({
+          kind: VIOLATION_KINDS.has(kind as ViolationKind) ? (kind as ViolationKind) : 'tamper',
+          detail: detail.join(' ').slice(0, 300),
+        });
+        return;
+      }
+      if (line.length > 0) {
+        outcome.violations.push({ kind: 'tamper', detail: 'forged harness message' });
+      }
+    };
+    child.stdio[3]?.on('data', (chunk: Buffer) => {
+      if (!channel.push(chunk)) {
+        kill('output-limit');
+        return;
+      }
+      pending += chunk.toString('utf8');
+      let newline = pending.indexOf('\n');
+      while (newline >= 0) {
+        onLine(pending.slice(0, newline));
+        pending = pending.slice(newline + 1);
+        newline = pending.indexOf('\n');
+      }
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (!stdout.push(chunk)) kill('output-limit');
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (!stderr.push(chunk)) kill('output-limit');
+    });
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(payload);
+    const timer = setTimeout(() => kill('timeout'), options.limits.wallTimeMs);
+    const onAbort = () => kill('aborted');
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const done = (exitCode: number | null, signal: string | null) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      if (graceTimer) clearTimeout(graceTimer);
+      options.signal?.removeEventListener('abort', onAbort);
+      killTree(child); // stragglers in the group, if any
+      if (pending.length > 0) onLine(pending);
+      outcome.exitCode = exitCode;
+      outcome.signal = signal;
+      outcome.stdout = stdout.text();
+      outcome.stderr = stderr.text();
+      outcome.totalMs = performance.now() - started;
+      resolve(outcome);
+    };
+    child.on('error', (error) => {
+      outcome.stderr = `spawn failed: ${error.message}`;
+      done(null, null);
+    });
+    child.on('close', (code, signal) => done(code, signal));
+  });
+}

@@ -1,0 +1,52 @@
+import type { Outcome } from './execute.js';
+import type { CodeLanguage, SandboxVerdict, SandboxViolation } from './types.js';
+
+const NODE_OOM =
+  /JavaScript heap out of memory|Fatal process out of memory|Reached heap limit|allocation failed|std::bad_alloc/i;
+
+export function decide(
+  outcome: Outcome,
+  oomKills: number,
+  language: CodeLanguage,
+): { verdict: SandboxVerdict; reason: string } {
+  if (outcome.violations.length > 0) {
+    const first = outcome.violations[0] as SandboxViolation;
+    return { verdict: 'blocked', reason: `sandbox violation: ${first.kind} (${first.detail})` };
+  }
+  const { summary, loadFailure } = outcome;
+  if (summary && summary.total === summary.passed && outcome.tests.length === summary.total) {
+    return { verdict: 'pass', reason: `all ${summary.total} tests passed` };
+  }
+  if (outcome.killed === 'timeout')
+    return { verdict: 'timeout', reason: 'wall-clock limit reached' };
+  const memoryTest = outcome.tests.find((test) => test.status === 'memory');
+  const crashedOnMemory =
+    !summary &&
+    !loadFailure &&
+    (language === 'javascript' ? NODE_OOM : /\bMemoryError\b/).test(outcome.stderr);
+  if (oomKills > 0 || loadFailure?.kind === 'memory' || memoryTest || crashedOnMemory) {
+    return { verdict: 'memory', reason: 'memory limit reached' };
+  }
+  if (outcome.killed === 'output-limit') {
+    return { verdict: 'output-limit', reason: 'output exceeded the cap' };
+  }
+  if (outcome.signal === 'SIGXCPU') return { verdict: 'timeout', reason: 'CPU-time limit reached' };
+  if (outcome.signal === 'SIGKILL' && outcome.killed === null && !summary && !loadFailure) {
+    return { verdict: 'timeout', reason: 'killed at the hard CPU-time limit' };
+  }
+  if (loadFailure) {
+    if (loadFailure.kind === 'exit') return { verdict: 'fail', reason: loadFailure.message };
+    const where = loadFailure.phase === 'setup' ? 'test setup failed' : 'program failed to run';
+    return { verdict: 'error', reason: `${where}: ${loadFailure.message}` };
+  }
+  const errored = outcome.tests.find((test) => test.status === 'error');
+  if (errored)
+    return { verdict: 'error', reason: `test ${errored.index} raised ${errored.message}` };
+  if (summary) {
+    return { verdict: 'fail', reason: `${summary.passed} of ${summary.total} tests passed` };
+  }
+  return {
+    verdict: 'fail',
+    reason: `the program ended before the tests finished (exit ${outcome.exitCode ?? outcome.signal})`,
+  };
+}
