@@ -1,6 +1,6 @@
 /**
  * Which engine is faster for a GRPO step at a model size: `pnpm --filter @rlvr/rollout exec tsx
- * bench/engine-choice.bench.ts` (ENGINE_MODELS=tiny,0.8M,5M; ENGINE_REPEATS=3; ENGINE_WORKERS=1).
+ * bench/engine-choice.bench.ts` (ENGINE_MODELS=tiny,0.8M,5M,20M; ENGINE_REPEATS=3; ENGINE_WORKERS=1).
  *
  * One GRPO-like step = `updateWeights` (a new session from new weights) + one `sample` of 16
  * prompts × 8 samples, 12-token prompts, 48 new tokens (EOS ignored), temperature 1, top-p 1.
@@ -36,6 +36,14 @@ const CONFIGS: Record<string, Record<string, unknown>> = {
     num_attention_heads: 8,
     num_key_value_heads: 4,
     intermediate_size: 688,
+  },
+  '20M': {
+    vocab_size: 4096,
+    hidden_size: 512,
+    num_hidden_layers: 6,
+    num_attention_heads: 8,
+    num_key_value_heads: 4,
+    intermediate_size: 1376,
   },
 };
 const REPEATS = Number(process.env.ENGINE_REPEATS ?? 3);

@@ -17,6 +17,5 @@ export {
   type WeightSyncTiming,
 } from './onnx/onnx-sampler.js';
 export { EXECUTION_PROVIDERS, type ExecutionProvider } from './onnx/ort.js';
-export { LOOP_ENGINE_MIN_PARAMETERS } from './onnx/sampler-options.js';
 export type { TokenizerFiles } from './tokenizer/rollout-tokenizer.js';
 export { VERSION } from './version.js';

@@ -1,11 +1,11 @@
 import { AbortedError, InvalidArgumentError } from '@rlvr/core';
-import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
+import { countParameters, createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processLogits, resolveLogitsOptions } from '../generation/logits-processors.js';
 import { SequenceTracker } from '../generation/stopping-criteria.js';
 import { tinyCheckpoint } from './__fixtures__/tiny-model.js';
 import { createOnnxSampler, type OnnxSampler } from './onnx-sampler.js';
-import { LOOP_ENGINE_MIN_PARAMETERS } from './sampler-options.js';
+import { defaultEngine, LOOP_ENGINE_MIN_PARAMETERS } from './sampler-options.js';
 
 const checkpoint = tinyCheckpoint();
 
@@ -154,6 +154,8 @@ describe('createOnnxSampler options', () => {
   });
 
   it('should pick the faster engine for the model size when engine is not given', async () => {
+    // Regression: the loop engine was the default for every checkpoint, though it is slower per
+    // GRPO step (weight sync + sampling) for small models.
     const tiny = await createOnnxSampler({ checkpoint, workers: 0 });
     const steps = await createOnnxSampler({ checkpoint, workers: 0, stepsPerRun: 4 });
     const config = parseLlamaConfig({
@@ -164,6 +166,7 @@ describe('createOnnxSampler options', () => {
       num_key_value_heads: 2,
       intermediate_size: 384,
     });
+    expect(countParameters(config)).toBeGreaterThan(LOOP_ENGINE_MIN_PARAMETERS.oneWorker);
     const large = await createOnnxSampler({
       checkpoint: createRandomCheckpoint(config, { seed: 1 }),
       workers: 0,
@@ -171,10 +174,13 @@ describe('createOnnxSampler options', () => {
     try {
       expect(tiny.engine).toBe('optimum'); // 0.01M parameters
       expect(steps.engine).toBe('loop'); // stepsPerRun is a loop-engine setting
-      expect(large.engine).toBe('loop'); // 1.2M parameters
-      expect(LOOP_ENGINE_MIN_PARAMETERS).toBe(1_000_000);
+      expect(large.engine).toBe('loop'); // 1.2M parameters, one session
     } finally {
       await Promise.all([tiny.close(), steps.close(), large.close()]);
     }
+    // with several workers every weight sync builds several sessions at once: a higher threshold
+    expect(defaultEngine(countParameters(config), 2)).toBe('optimum');
+    expect(defaultEngine(LOOP_ENGINE_MIN_PARAMETERS.severalWorkers, 2)).toBe('loop');
+    expect(defaultEngine(0.3e6, 1)).toBe('optimum');
   });
 });

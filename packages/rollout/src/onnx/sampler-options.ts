@@ -39,9 +39,8 @@ export type OnnxSamplerOptions = {
    * `loop`: a graph built from the checkpoint samples `stepsPerRun` tokens per `session.run`
    * in-graph (same processors, seeds and logprobs as `optimum`, computed in float32); `optimum`:
    * the Optimum-style decoder, one `session.run` per token, sampled in JavaScript in float64 (the
-   * only choice with `onnxPath`). Default with a checkpoint: the faster one for the model size —
-   * `loop` from {@link LOOP_ENGINE_MIN_PARAMETERS} parameters on (or when `stepsPerRun` is set),
-   * `optimum` below (README, "Engines").
+   * only choice with `onnxPath`). Default with a checkpoint: the faster one for the model size
+   * (see {@link LOOP_ENGINE_MIN_PARAMETERS}), or `loop` when `stepsPerRun` is set.
    */
   engine?: 'loop' | 'optimum';
   /** Tokens sampled per `session.run` by the `loop` engine (default 16; 1–1024). */
@@ -65,13 +64,25 @@ export const SAMPLER_OPTION_KEYS = [
 ] as const;
 
 /**
- * From this many parameters on, `createOnnxSampler` picks the `loop` engine for a checkpoint when
- * `engine` is not given; below it, `optimum`. Measured per GRPO step (new weights + 16 prompts × 8
- * samples × 48 tokens): the loop engine samples 1.6–2.3× faster at every size, but its session
- * takes ~1 s longer to build after each weight update, which only pays off from ~1M parameters
- * (0.31M: optimum 14% faster per step; 0.8M: even; 4.9M: loop 1.7× faster).
+ * The default engine for a checkpoint: `loop` from this many parameters on, `optimum` below, with
+ * one worker (or `workers: 0`) and with several workers. Measured per GRPO step on 2 vCPUs (new
+ * weights + 16 prompts × 8 samples × 48 tokens; `bench/engine-choice.bench.ts`, README "Engines"):
+ * the loop engine samples 1.3–2.5× faster, but building its session after each weight update
+ * takes ~1 s longer (~2 s with two workers building at once), which pays off from ~1M parameters
+ * with one worker and ~5M with two.
+ * @internal
  */
-export const LOOP_ENGINE_MIN_PARAMETERS = 1_000_000;
+export const LOOP_ENGINE_MIN_PARAMETERS = {
+  oneWorker: 1_000_000,
+  severalWorkers: 5_000_000,
+} as const;
+
+/** The engine `createOnnxSampler` uses for a checkpoint when `engine` is not given. @internal */
+export function defaultEngine(parameters: number, workers: number): 'loop' | 'optimum' {
+  const threshold =
+    workers >= 2 ? LOOP_ENGINE_MIN_PARAMETERS.severalWorkers : LOOP_ENGINE_MIN_PARAMETERS.oneWorker;
+  return parameters >= threshold ? 'loop' : 'optimum';
+}
 
 /** Validated options with every default filled in. @internal */
 export type ResolvedSamplerOptions = {
@@ -86,7 +97,11 @@ export type ResolvedSamplerOptions = {
   modelId: string;
 };
 
-function resolveEngine(raw: Partial<OnnxSamplerOptions>, checkpoint: Checkpoint | undefined) {
+function resolveEngine(
+  raw: Partial<OnnxSamplerOptions>,
+  checkpoint: Checkpoint | undefined,
+  workers: number,
+) {
   const engine =
     raw.engine === undefined
       ? undefined
@@ -121,10 +136,11 @@ function resolveEngine(raw: Partial<OnnxSamplerOptions>, checkpoint: Checkpoint 
   }
   const chosen =
     engine ??
-    (checkpoint &&
-    (stepsPerRun !== undefined || countParameters(checkpoint.config) >= LOOP_ENGINE_MIN_PARAMETERS)
-      ? 'loop'
-      : 'optimum');
+    (!checkpoint
+      ? 'optimum'
+      : stepsPerRun !== undefined
+        ? 'loop'
+        : defaultEngine(countParameters(checkpoint.config), workers));
   return chosen === 'loop'
     ? ({ type: 'loop', stepsPerRun: stepsPerRun ?? 16 } as const)
     : ({ type: 'optimum' } as const);
@@ -254,7 +270,7 @@ export function resolveSamplerOptions(options: OnnxSamplerOptions): ResolvedSamp
     tokenizerFiles,
     promptFormat,
     workers,
-    kind: resolveEngine(raw, checkpoint),
+    kind: resolveEngine(raw, checkpoint, workers),
     session: { executionProviders, threads, allowSpinning: raw.allowSpinning ?? false },
     eosTokenIds: resolveEosTokenIds(raw.eosTokenIds),
     modelId: raw.modelId ?? (raw.onnxPath ? `onnx:${raw.onnxPath}` : 'onnx:checkpoint'),
