@@ -3,10 +3,12 @@ import { describe, expect, it } from 'vitest';
 import {
   buildCharTokenizer,
   buildWordTokenizer,
+  createLlamaLayers,
   createRandomCheckpoint,
   createTokenizer,
   encodeSafetensors,
   exportOnnx,
+  GraphBuilder,
   parseLlamaConfig,
   parseSafetensors,
   readSafetensors,
@@ -97,6 +99,13 @@ describe('@rlvr/model options reject unknown keys', () => {
   ])('%s', async (_name, call, message) => {
     const error = await unknownOption(call);
     expect(error.message).toMatch(message);
+  });
+
+  it('checks the options of the graph API', async () => {
+    const error = await unknownOption(() =>
+      createLlamaLayers(new GraphBuilder(), checkpoint, { layout: 'gemm' } as never),
+    );
+    expect(error.message).toMatch(/options\.layout.*'projection'/);
   });
 
   it('checks the options of tokenizer methods', async () => {

@@ -13,7 +13,12 @@ import { parseLlamaConfig } from '../config/llama-config.js';
 import { ModelLoadError } from '../errors/model-load-error.js';
 import { syncDirectory, writeAll } from '../io/atomic-write.js';
 import { inspectTarget, type Ownership, swapInFolder } from '../io/replace-folder.js';
-import { EXPORT_ONNX_OPTIONS, type ExportOnnxOptions, exportOnnx } from '../onnx/export-onnx.js';
+import {
+  EXPORT_ONNX_OPTIONS,
+  type ExportOnnxOptions,
+  exportOnnx,
+  isCheckpointFolder,
+} from '../onnx/export-onnx.js';
 import {
   readSafetensors,
   type SafetensorsWriteDtype,
@@ -263,10 +268,7 @@ async function refuseForeignTarget(target: string, functionName: string): Promis
       functionName,
     });
   }
-  const hasWeights =
-    (await exists(join(target, CHECKPOINT_FILES.weights))) ||
-    (await exists(join(target, CHECKPOINT_FILES.weightsIndex)));
-  if (!hasWeights || !(await exists(join(target, CHECKPOINT_FILES.config)))) {
+  if (!(await isCheckpointFolder(target))) {
     throw new OverwriteRefusedError({
       path: target,
       reason: `the folder is not empty and is not a checkpoint (no ${CHECKPOINT_FILES.config} with ${CHECKPOINT_FILES.weights} or ${CHECKPOINT_FILES.weightsIndex}); choose an empty or new folder`,

@@ -1,9 +1,11 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { OverwriteRefusedError } from '@rlvr/core';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
+import { saveCheckpoint } from '../checkpoint/checkpoint-io.js';
 import { createRandomCheckpoint } from '../checkpoint/random-init.js';
 import { type LlamaConfig, parseLlamaConfig } from '../config/llama-config.js';
 import {
@@ -277,6 +279,28 @@ describe('exportOnnx', () => {
       const path = await writeOnnxModel(dir, checkpoint);
       expect(path).toBe(join(dir, 'onnx', 'model.onnx'));
       expect(new Uint8Array(await readFile(path))).toEqual(exportOnnx(checkpoint));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('replaces onnx/model.onnx only in a checkpoint folder, never a foreign file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rlvr-onnx-'));
+    try {
+      const checkpoint = createRandomCheckpoint(tinyConfig({ num_hidden_layers: 1 }), { seed: 1 });
+      const foreign = join(dir, 'other-tool');
+      await mkdir(join(foreign, 'onnx'), { recursive: true });
+      await writeFile(join(foreign, 'onnx', 'model.onnx'), 'not ours');
+      const error = await writeOnnxModel(foreign, checkpoint).catch((caught: unknown) => caught);
+      expect(OverwriteRefusedError.isInstance(error)).toBe(true);
+      expect(await readFile(join(foreign, 'onnx', 'model.onnx'), 'utf8')).toBe('not ours');
+      const own = join(dir, 'checkpoint');
+      await saveCheckpoint(own, checkpoint, { onnx: true });
+      const other = createRandomCheckpoint(tinyConfig({ num_hidden_layers: 1 }), { seed: 2 });
+      await writeOnnxModel(own, other); // the checkpoint's own export: replaced
+      expect(new Uint8Array(await readFile(join(own, 'onnx', 'model.onnx')))).toEqual(
+        exportOnnx(other),
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -1,6 +1,6 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { InvalidArgumentError, validateOptions } from '@rlvr/core';
+import { InvalidArgumentError, OverwriteRefusedError, validateOptions } from '@rlvr/core';
 import { type Checkpoint, validateCheckpoint } from '../checkpoint/checkpoint.js';
 import type { LlamaConfig } from '../config/llama-config.js';
 import { writeAll, writeFileAtomic } from '../io/atomic-write.js';
@@ -172,13 +172,16 @@ export function exportOnnx(checkpoint: Checkpoint, options?: ExportOnnxOptions):
 /**
  * Exports a checkpoint (see {@link exportOnnx}) to `<dir>/onnx/model.onnx`, the layout
  * transformers.js and Optimum expect next to `config.json`, atomically (temporary file, fsync,
- * rename). Returns the path written.
+ * rename). Returns the path written. An existing `onnx/model.onnx` is replaced only in a checkpoint
+ * folder (`config.json` with `model.safetensors` or its index), where it is the checkpoint's own
+ * export; elsewhere it is refused (`WOULD_OVERWRITE`), nothing written.
  *
  * @example
  * ```ts
  * const path = await writeOnnxModel('models/tiny', checkpoint); // 'models/tiny/onnx/model.onnx'
  * ```
- * @throws like {@link exportOnnx}; file-system errors propagate.
+ * @throws like {@link exportOnnx}; {@link OverwriteRefusedError} as above; file-system errors
+ * propagate.
  */
 export async function writeOnnxModel(
   dir: string,
@@ -194,10 +197,36 @@ export async function writeOnnxModel(
     });
   }
   const bytes = exportOnnx(checkpoint, options);
-  await mkdir(join(dir, 'onnx'), { recursive: true });
   const path = join(dir, 'onnx', 'model.onnx');
+  if ((await exists(path)) && !(await isCheckpointFolder(dir))) {
+    throw new OverwriteRefusedError({
+      path,
+      reason:
+        'the file exists and its folder is not a checkpoint (config.json with model.safetensors or model.safetensors.index.json)',
+      functionName: 'writeOnnxModel',
+    });
+  }
+  await mkdir(join(dir, 'onnx'), { recursive: true });
   await writeFileAtomic(path, async (handle) => {
     await writeAll(handle, bytes, 0);
   });
   return path;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `config.json` with `model.safetensors` or `model.safetensors.index.json`. @internal */
+export async function isCheckpointFolder(dir: string): Promise<boolean> {
+  return (
+    (await exists(join(dir, 'config.json'))) &&
+    ((await exists(join(dir, 'model.safetensors'))) ||
+      (await exists(join(dir, 'model.safetensors.index.json'))))
+  );
 }

@@ -1,4 +1,4 @@
-import type { NamedTensor } from '@rlvr/core';
+import { type NamedTensor, validateOneOf, validateOptions } from '@rlvr/core';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
 import { type LlamaConfig, llamaBiases } from '../config/llama-config.js';
 import { type GraphBuilder, OnnxDataType } from './graph-builder.js';
@@ -163,8 +163,20 @@ export function createLlamaLayers(
   checkpoint: Checkpoint,
   options: LlamaLayersOptions = {},
 ): LlamaLayers {
+  const functionName = 'createLlamaLayers';
+  const opts = validateOptions<LlamaLayersOptions>(options, {
+    parameter: 'options',
+    functionName,
+    known: ['projection'],
+  });
+  const projection =
+    opts.projection === undefined
+      ? 'matmul'
+      : validateOneOf(opts.projection, ['matmul', 'gemm'] as const, {
+          parameter: 'options.projection',
+          functionName,
+        });
   const { config } = checkpoint;
-  const projection = options.projection ?? 'matmul';
   const tensors = new Map<string, NamedTensor>(checkpoint.tensors.map((t) => [t.name, t]));
   const tensor = (name: string): NamedTensor => tensors.get(name) as NamedTensor;
   const { num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim } = config;
