@@ -25,9 +25,29 @@ export type Outcome = {
   stderr: string;
   exitCode: number | null;
   signal: string | null;
+  /** Why the host killed the run (the first reason), whether or not the harness had reported. */
   killed: 'timeout' | 'output-limit' | 'aborted' | null;
+  /** stdout or stderr brought more than `limits.outputBytes` bytes (counted, whatever the timing). */
+  outputOverflowed: boolean;
   totalMs: number;
 };
+
+function emptyOutcome(): Outcome {
+  return {
+    summary: null,
+    total: null,
+    loadFailure: null,
+    tests: [],
+    violations: [],
+    stdout: '',
+    stderr: '',
+    exitCode: null,
+    signal: null,
+    killed: null,
+    outputOverflowed: false,
+    totalMs: 0,
+  };
+}
 
 /** A byte-capped collector: keeps the first `cap` bytes, reports overflow. */
 class CappedBuffer {
@@ -108,16 +128,8 @@ export function execute(
     } catch (error) {
       for (const fd of cgroupFds) closeSync(fd);
       resolve({
-        summary: null,
-        total: null,
-        loadFailure: null,
-        tests: [],
-        violations: [],
-        stdout: '',
+        ...emptyOutcome(),
         stderr: `spawn failed: ${(error as Error).message}`,
-        exitCode: null,
-        signal: null,
-        killed: null,
         totalMs: performance.now() - started,
       });
       return;
@@ -131,26 +143,12 @@ export function execute(
     const stdout = new CappedBuffer(options.limits.outputBytes);
     const stderr = new CappedBuffer(options.limits.outputBytes);
     const channel = new CappedBuffer(256 * 1024 + 1024 * 1024);
-    const outcome: Outcome = {
-      summary: null,
-      total: null,
-      loadFailure: null,
-      tests: [],
-      violations: [],
-      stdout: '',
-      stderr: '',
-      exitCode: null,
-      signal: null,
-      killed: null,
-      totalMs: 0,
-    };
+    const outcome = emptyOutcome();
     let pending = '';
     let finished = false;
     let graceTimer: NodeJS.Timeout | undefined;
     const kill = (reason: Outcome['killed']) => {
-      if (outcome.killed === null && outcome.summary === null && outcome.loadFailure === null) {
-        outcome.killed = reason;
-      }
+      outcome.killed ??= reason;
       killTree(child);
     };
     const onLine = (line: string) => {
@@ -225,6 +223,8 @@ export function execute(
       outcome.signal = signal;
       outcome.stdout = stdout.text();
       outcome.stderr = stderr.text();
+      // Counted bytes decide, not the order in which the pipes and the harness's report arrived.
+      outcome.outputOverflowed = stdout.overflowed || stderr.overflowed;
       outcome.totalMs = performance.now() - started;
       resolve(outcome);
     };

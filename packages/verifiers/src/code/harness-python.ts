@@ -275,12 +275,29 @@ def _rlvr_main():
             violate('process', event)
         if event in tamper_events:
             violate('tamper', event)
+        if event == 'fcntl.fcntl' and args[0] in (1, 2) and args[1] == 4 and _isinstance(args[2], int) and (args[2] & os.O_NONBLOCK):
+            violate('tamper', 'fcntl O_NONBLOCK on fd ' + _str(args[0]))
         if event == 'import':
             kind = blocked_imports.get(args[0])
             if kind is not None:
                 violate(kind, 'import ' + _str(args[0]))
 
     sys.addaudithook(hook)
+
+    # stdout and stderr stay blocking: a non-blocking one drops what the pipe cannot take at once,
+    # which would make the output cap depend on how fast the host reads.
+    import posix
+    _set_blocking = posix.set_blocking
+    _get_blocking = posix.get_blocking
+    _index = operator.index
+
+    def set_blocking(fd, blocking):
+        fd = _index(fd)
+        if fd in (1, 2) and not blocking:
+            violate('tamper', 'set_blocking(' + _str(fd) + ', False)')
+        return _set_blocking(fd, blocking)
+
+    os.set_blocking = posix.set_blocking = set_blocking
 
     # --- pristine state the tests use, and a snapshot to detect tampering --------------------
     pristine_builtins = dict(builtins.__dict__)
@@ -358,6 +375,12 @@ def _rlvr_main():
         _stderr.flush()
     except _BaseException:
         pass
+    for fd in (1, 2):
+        try:
+            if not _get_blocking(fd):
+                emit('V tamper fd ' + _str(fd) + ' was made non-blocking')
+        except _BaseException:
+            pass
     emit(nonce + ' S ' + _str(passed) + ' ' + _str(total))
     _exit(0)
 

@@ -13,6 +13,10 @@ export function decide(
     const first = outcome.violations[0] as SandboxViolation;
     return { verdict: 'blocked', reason: `sandbox violation: ${first.kind} (${first.detail})` };
   }
+  if (outcome.outputOverflowed || outcome.killed === 'output-limit') {
+    // Before `pass`: a flood that ends before, after or while the tests pass is the same flood.
+    return { verdict: 'output-limit', reason: 'output exceeded the cap' };
+  }
   const { summary, loadFailure } = outcome;
   if (summary && summary.total === summary.passed && outcome.tests.length === summary.total) {
     return { verdict: 'pass', reason: `all ${summary.total} tests passed` };
@@ -26,9 +30,6 @@ export function decide(
     (language === 'javascript' ? NODE_OOM : /\bMemoryError\b/).test(outcome.stderr);
   if (oomKills > 0 || loadFailure?.kind === 'memory' || memoryTest || crashedOnMemory) {
     return { verdict: 'memory', reason: 'memory limit reached' };
-  }
-  if (outcome.killed === 'output-limit') {
-    return { verdict: 'output-limit', reason: 'output exceeded the cap' };
   }
   if (outcome.signal === 'SIGXCPU') return { verdict: 'timeout', reason: 'CPU-time limit reached' };
   if (outcome.signal === 'SIGKILL' && outcome.killed === null && !summary && !loadFailure) {
