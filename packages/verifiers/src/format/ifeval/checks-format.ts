@@ -13,10 +13,25 @@ export const numberPlaceholders = spec({
     count: readInteger(kwargs.num_placeholders, `${parameter}.num_placeholders`),
   }),
   check: (response, { count }, { semantics }) =>
-    (semantics === 'official'
-      ? countMatches(response, /\[[^\n]*?\]/g)
-      : countPlaceholders(response)) >= count,
+    (semantics === 'official' ? countBracketed(response) : countPlaceholders(response)) >= count,
 });
+
+/** IFEval's `re.findall(r"\[.*?\]")` count, in linear time: `[` to the next `]` on its line. */
+function countBracketed(text: string): number {
+  let count = 0;
+  for (const line of text.split('\n')) {
+    let from = 0;
+    for (;;) {
+      const open = line.indexOf('[', from);
+      if (open < 0) break;
+      const close = line.indexOf(']', open + 1);
+      if (close < 0) break;
+      count++;
+      from = close + 1;
+    }
+  }
+  return count;
+}
 
 /**
  * `detectable_content:postscript`: the lower-cased response contains the lower-cased marker
@@ -45,8 +60,8 @@ export const numberBulletLists = spec({
     count: readInteger(kwargs.num_bullets, `${parameter}.num_bullets`),
   }),
   check: (response, { count }) =>
-    countMatches(response, /(?:^|(?<=\n))\s*\*[^*][^\n]*/gu) +
-      countMatches(response, /(?:^|(?<=\n))\s*-[^\n]*/gu) ===
+    countMatches(response, /(?:^|(?<=\n))[^\S\n]*\*[^*][^\n]*/gu) +
+      countMatches(response, /(?:^|(?<=\n))[^\S\n]*-[^\n]*/gu) ===
     count,
 });
 
@@ -116,7 +131,17 @@ export const title = spec({
   keys: [],
   read: () => ({}),
   check: (response) =>
-    [...response.matchAll(/<<[^\n]+>>/gu)].some(
-      (match) => match[0].replace(/^<+/u, '').replace(/>+$/u, '').trim() !== '',
-    ),
+    response.split('\n').some((line) => {
+      // IFEval's greedy `<<[^\n]+>>`: from the first `<<` to the last `>>` of the line.
+      const start = line.indexOf('<<');
+      const end = line.lastIndexOf('>>');
+      if (start < 0 || end < start + 3) return false;
+      return (
+        line
+          .slice(start, end + 2)
+          .replace(/^<+/u, '')
+          .replace(/>+$/u, '')
+          .trim() !== ''
+      );
+    }),
 });

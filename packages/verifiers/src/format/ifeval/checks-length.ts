@@ -1,7 +1,7 @@
 import { validateInteger } from '@rlvr/core';
 import { spec } from './checks-keywords.js';
 import { compare, FUNCTION_NAME, readInteger, readRelation, readString } from './kwargs.js';
-import { countSentences, countWordTokens, pySplit } from './text.js';
+import { countSentences, countWordTokens, firstToken } from './text.js';
 
 /** `length_constraints:number_sentences`: punkt-like sentence count compared to the threshold. */
 export const numberSentences = spec({
@@ -76,8 +76,8 @@ export const nthParagraphFirstWord = spec({
     const paragraph = parts[nth - 1]!.trim();
     if (paragraph === '') return false;
     let word = '';
-    for (const char of pySplit(paragraph)[0]!.replace(/^'+/u, '').replace(/^"+/u, '')) {
-      if (FIRST_WORD_STOP.has(char)) break;
+    for (const char of firstToken(paragraph).replace(/^'+/u, '').replace(/^"+/u, '')) {
+      if (FIRST_WORD_STOP.has(char) || word.length > firstWord.length) break;
       word += char.toLowerCase();
     }
     return paragraphs === count && word === firstWord;

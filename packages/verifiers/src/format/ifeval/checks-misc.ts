@@ -10,7 +10,7 @@ import {
   readString,
 } from './kwargs.js';
 import { DETECTABLE_LANGUAGES, IFEVAL_LANGUAGES } from './language.js';
-import { isLower, isUpper, stripChars, wordTokens } from './text.js';
+import { countCapitalWords, isLower, isUpper, stripChars } from './text.js';
 
 /**
  * The detected language of `text`, or what IFEval does when there is none: langdetect raises and
@@ -73,7 +73,7 @@ export const capitalWordFrequency = spec({
     relation: readRelation(kwargs.capital_relation, `${parameter}.capital_relation`),
   }),
   check: (response, { threshold, relation }) =>
-    compare(wordTokens(response).filter(isUpper).length, relation, threshold),
+    compare(countCapitalWords(response), relation, threshold),
 });
 
 /** `punctuation:no_comma`: no `,`. */

@@ -29,8 +29,14 @@ describe('IFEval conformance (hand-worked from IFEval instructions.py / evaluati
     expect(IFEVAL_INSTRUCTION_IDS).toHaveLength(25);
     for (const id of IFEVAL_INSTRUCTION_IDS) {
       const mine = cases.filter((item) => item.id === id);
-      expect(mine.some((item) => item.strict), `${id} has a strict pass`).toBe(true);
-      expect(mine.some((item) => !item.loose), `${id} has a loose fail`).toBe(true);
+      expect(
+        mine.some((item) => item.strict),
+        `${id} has a strict pass`,
+      ).toBe(true);
+      expect(
+        mine.some((item) => !item.loose),
+        `${id} has a loose fail`,
+      ).toBe(true);
     }
   });
 

@@ -36,11 +36,12 @@ const SEMANTICS = ['hardened', 'official'] as const;
  * without both (each stripped), and the same four with every `*` removed.
  */
 export function looseVariants(response: string): string[] {
-  const lines = response.split('\n');
-  const withoutFirst = lines.slice(1).join('\n').trim();
-  const withoutLast = lines.slice(0, -1).join('\n').trim();
-  const withoutBoth = lines.slice(1, -1).join('\n').trim();
-  const plain = (text: string) => text.replaceAll('*', '');
+  const first = response.indexOf('\n');
+  const last = response.lastIndexOf('\n');
+  const withoutFirst = first < 0 ? '' : response.slice(first + 1).trim();
+  const withoutLast = last < 0 ? '' : response.slice(0, last).trim();
+  const withoutBoth = first < 0 || first === last ? '' : response.slice(first + 1, last).trim();
+  const plain = (text: string) => text.split('*').join('');
   return [
     response,
     plain(response),

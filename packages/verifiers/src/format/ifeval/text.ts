@@ -27,10 +27,17 @@ export function isLower(text: string): boolean {
 }
 
 /** Python's whitespace for `str.split()` / `str.strip()`. */
-const PY_SPACE = new RegExp(
-  `[\\s${String.fromCharCode(0x1c)}-${String.fromCharCode(0x1f, 0x85)}]+`,
-  'u',
-);
+const SPACE_CLASS = `\\s${String.fromCharCode(0x1c)}-${String.fromCharCode(0x1f, 0x85)}`;
+const PY_SPACE = new RegExp(`[${SPACE_CLASS}]+`, 'u');
+const NOT_PY_SPACE = new RegExp(`[^${SPACE_CLASS}]`, 'u');
+
+/** `str.split()[0]` of a non-blank text, without splitting all of it. */
+export function firstToken(text: string): string {
+  const start = text.search(NOT_PY_SPACE);
+  const rest = text.slice(start);
+  const end = rest.search(PY_SPACE);
+  return end < 0 ? rest : rest.slice(0, end);
+}
 
 /** Python's `str.split()` (no argument). */
 export function pySplit(text: string): string[] {
@@ -85,6 +92,7 @@ function endsSentence(token: string, next: string): boolean {
   const mark = core.at(-1);
   if (mark !== '.' && mark !== '?' && mark !== '!') return false;
   if (mark !== '.') return true;
+  if (core.length === 1) return false;
   const nextWord = stripLeading(next, `"'([{‘“«*_`);
   const nextUpper = /^\p{Lu}/u.test(nextWord);
   const nextStarter = nextUpper && STARTERS.has(nextWord.toLowerCase().replace(/\W+$/u, ''));
@@ -119,6 +127,30 @@ const CONTRACTION = /^(.*[^'])('[sSmMdD]|'ll|'LL|'re|'RE|'ve|'VE|n't|N'T)$/u;
  */
 export function wordTokens(text: string): string[] {
   const tokens: string[] = [];
+  for (const word of pySplit(text)) {
+    if (!CASED.test(word)) tokens.push(word);
+    else if (/^[\p{L}\p{N}]+$/u.test(word)) tokens.push(word);
+    else splitPunctuation(word, tokens);
+  }
+  return tokens;
+}
+
+const CASED = /[\p{Uppercase}\p{Lowercase}\p{Lt}]/u;
+
+/** IFEval's capital words: {@link wordTokens} that are `isupper()`. */
+export function countCapitalWords(text: string): number {
+  let count = 0;
+  for (const word of pySplit(text)) {
+    if (!/\p{Uppercase}/u.test(word)) continue;
+    const tokens: string[] = [];
+    if (/^[\p{L}\p{N}]+$/u.test(word)) tokens.push(word);
+    else splitPunctuation(word, tokens);
+    for (const token of tokens) if (isUpper(token)) count++;
+  }
+  return count;
+}
+
+function splitPunctuation(text: string, tokens: string[]): void {
   for (const chunk of text.split(
     /[\s,;@#$%&?!"()[\]{}<>“”‘«»`]+|:(?!\d)|(?<!\p{L})'|'(?!\p{L})/u,
   )) {
@@ -128,5 +160,4 @@ export function wordTokens(text: string): string[] {
     if (contraction) tokens.push(contraction[1]!, contraction[2]!);
     else tokens.push(piece);
   }
-  return tokens;
 }
