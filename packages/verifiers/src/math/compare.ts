@@ -36,8 +36,11 @@ function compareVariant(a: Variant, b: Variant, options: CompareOptions): boolea
   if (ca.exact && cb.exact) {
     const exactA = a.divideBy100 ? div(ca.exact, HUNDRED) : ca.exact;
     const exactB = b.divideBy100 ? div(cb.exact, HUNDRED) : cb.exact;
-    if (exactA && exactB && equals(exactA, exactB)) return true;
-    if (!ca.hasDecimal && !cb.hasDecimal) return false; // both exact, no decimal: exactly different
+    if (exactA && exactB) {
+      if (equals(exactA, exactB)) return true;
+      if (!ca.hasDecimal && !cb.hasDecimal) return false; // both exact, no decimal: different
+      return withinRelative(exactA, exactB, options.tolerance);
+    }
   }
   const relative = ca.hasDecimal || cb.hasDecimal ? options.tolerance : SYMBOLIC_TOLERANCE;
   const variables = [...new Set([...ca.variables, ...cb.variables])].sort();
@@ -60,7 +63,29 @@ function compareVariant(a: Variant, b: Variant, options: CompareOptions): boolea
   return valid >= (variables.length === 0 ? 1 : MIN_VALID_POINTS);
 }
 
+/**
+ * |a − b| ≤ tolerance · max(|a|, |b|), in exact rationals (no absolute slack: `10^{-13}` ≢ `0`, and
+ * no float overflow: `1.5e400` vs `1.5 \times 10^{400}` compare exactly).
+ */
+function withinRelative(a: Rational, b: Rational, tolerance: number): boolean {
+  // Cross-multiplied (no gcd): |a − b| / |l| ≤ tolerance with l the larger in magnitude.
+  const largest = abs(a.num * b.den) >= abs(b.num * a.den) ? a : b;
+  if (largest.num === 0n) return false;
+  const differenceNum = abs(a.num * b.den - b.num * a.den);
+  const differenceDen = a.den * b.den;
+  const scale = 2n ** 60n;
+  const tolerant = BigInt(Math.round(tolerance * 2 ** 60));
+  return differenceNum * largest.den * scale <= tolerant * differenceDen * abs(largest.num);
+}
+
+function abs(value: bigint): bigint {
+  return value < 0n ? -value : value;
+}
+
 function scalarsEqual(a: Scalar, b: Scalar, options: CompareOptions): boolean {
+  // The same expression (same literals, same variables) is the same value, even where floats
+  // cannot evaluate it (`e^{1000}`, `x^{5000}`).
+  if (a.percent === b.percent && a.compiled.canonical === b.compiled.canonical) return true;
   for (const x of variants(a, options)) {
     for (const y of variants(b, options)) if (compareVariant(x, y, options)) return true;
   }

@@ -46,8 +46,13 @@ export type CompiledScalar = {
   variables: string[];
   /** True when a literal was written with a decimal point (tolerance applies). */
   hasDecimal: boolean;
-  /** Evaluates at a point; null for an undefined value (division by zero, domain error). */
+  /**
+   * Evaluates at a point; null for an undefined value (division by zero, domain error) and for a
+   * value outside the float range (`10^{309}`, `e^{-1000}`): those never compare as ∞ or 0.
+   */
   evaluate(scope: Readonly<Record<string, number>>): Complex | null;
+  /** The expression with literals written out and no spaces: equal texts are equal values. */
+  canonical: string;
 };
 
 const CONSTANTS = new Set(['pi', 'e', 'i', 'Infinity']);
@@ -74,7 +79,7 @@ const UNARY_FUNCTIONS: Readonly<Record<string, (value: unknown) => unknown>> = {
   ceil: (x) => math.ceil(x),
 };
 
-const MAX_FACTORIAL_EXACT = 300;
+const MAX_FACTORIAL_EXACT = 1000;
 const MAX_BINOMIAL_STEPS = 2000;
 
 function realNumber(value: unknown): number | null {
@@ -242,6 +247,44 @@ function toComplex(value: unknown): Complex | null {
   return null;
 }
 
+/** Thrown when a float result left the float range (overflow to ±∞ or underflow to 0). */
+class FloatRangeError extends Error {}
+
+function isFiniteValue(value: unknown): boolean {
+  const complex = toComplex(value);
+  return complex !== null && Number.isFinite(complex.re) && Number.isFinite(complex.im);
+}
+
+function isNonZeroFinite(value: unknown): boolean {
+  const complex = toComplex(value);
+  return isFiniteValue(value) && (complex!.re !== 0 || complex!.im !== 0);
+}
+
+/**
+ * Checks a float result against its arguments: non-finite from finite arguments is an overflow
+ * (`2^{5000}`, `1/0`); zero from non-zero finite arguments of a product, quotient, power or
+ * exponential is an underflow (`0.1^{400}`). Either throws {@link FloatRangeError}.
+ */
+function inRange(result: unknown, args: readonly unknown[], canUnderflow: boolean): unknown {
+  const value = toComplex(result);
+  if (value === null) return result;
+  if (!Number.isFinite(value.re) || !Number.isFinite(value.im)) {
+    if (args.every(isFiniteValue)) throw new FloatRangeError('overflow');
+  } else if (canUnderflow && value.re === 0 && value.im === 0 && args.every(isNonZeroFinite)) {
+    throw new FloatRangeError('underflow');
+  }
+  return result;
+}
+
+/** A literal's float value; a literal beyond the float range (`1e400`, `1e-400`) throws. */
+function literalNumber(literal: string): number {
+  const value = Number(literal);
+  if (!Number.isFinite(value) || (value === 0 && /[1-9]/.test(literal.split(/[eE]/)[0]!))) {
+    throw new FloatRangeError('literal');
+  }
+  return value;
+}
+
 /** Numeric (complex) value of a validated tree at `scope`. Throws on domain errors. */
 function numericValue(
   node: MathNode,
@@ -253,7 +296,7 @@ function numericValue(
       return node.value;
     case 'SymbolNode': {
       const name = node.name!;
-      if (/^_c\d+$/.test(name)) return Number(literals[Number(name.slice(2))]);
+      if (/^_c\d+$/.test(name)) return literalNumber(literals[Number(name.slice(2))]!);
       if (name === 'pi') return Math.PI;
       if (name === 'e') return Math.E;
       if (name === 'i') return math.complex(0, 1);
@@ -266,21 +309,21 @@ function numericValue(
       const args = node.args!.map((arg) => numericValue(arg, scope, literals));
       switch (node.fn) {
         case 'add':
-          return math.add(args[0], args[1]);
+          return inRange(math.add(args[0], args[1]), args, false);
         case 'subtract':
-          return math.subtract(args[0], args[1]);
+          return inRange(math.subtract(args[0], args[1]), args, false);
         case 'multiply':
-          return math.multiply(args[0], args[1]);
+          return inRange(math.multiply(args[0], args[1]), args, true);
         case 'divide':
-          return math.divide(args[0], args[1]);
+          return inRange(math.divide(args[0], args[1]), args, true);
         case 'pow':
-          return math.pow(args[0], args[1]);
+          return inRange(math.pow(args[0], args[1]), args, true);
         case 'unaryMinus':
           return math.unaryMinus(args[0]);
         case 'unaryPlus':
           return args[0];
         case 'factorial':
-          return factorialNumber(args[0]);
+          return inRange(factorialNumber(args[0]), args, false);
         default:
           return Number.NaN;
       }
@@ -289,8 +332,8 @@ function numericValue(
       const name = (node.fn as MathNode).name!;
       const args = node.args!.map((arg) => numericValue(arg, scope, literals));
       const unary = UNARY_FUNCTIONS[name];
-      if (unary && args.length === 1) return unary(args[0]);
-      if (name === 'combinations') return binomial(args[0], args[1]);
+      if (unary && args.length === 1) return inRange(unary(args[0]), args, name === 'exp');
+      if (name === 'combinations') return inRange(binomial(args[0], args[1]), args, false);
       if (name === 'nthRoot') {
         const radicand = realNumber(args[0]);
         const degree = realNumber(args[1]);
@@ -326,12 +369,18 @@ export function compileScalar(text: string, literals: readonly string[]): Compil
   if (single) {
     const literal = literals[Number(single[1])]!;
     const parsed = parseDecimal(literal);
-    const value = Number(literal);
+    let value: Complex | null;
+    try {
+      value = { re: literalNumber(literal), im: 0 };
+    } catch {
+      value = null;
+    }
     return {
       exact: parsed?.value ?? null,
       variables: [],
       hasDecimal: literal.includes('.'),
-      evaluate: () => ({ re: value, im: 0 }),
+      evaluate: () => value,
+      canonical: literal,
     };
   }
   let node: MathNode;
@@ -350,6 +399,9 @@ export function compileScalar(text: string, literals: readonly string[]): Compil
     exact: exactValue(node, literals),
     variables: [...variableSet].sort(),
     hasDecimal,
+    canonical: text
+      .replace(/_c(\d+)/g, (_match, index: string) => `{${literals[Number(index)]}}`)
+      .replace(/\s+/g, ''),
     evaluate(scope) {
       try {
         return toComplex(numericValue(node, scope, literals));

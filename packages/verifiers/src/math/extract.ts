@@ -1,7 +1,20 @@
 import { validateInteger, validateOneOf, validateOptions } from '@rlvr/core';
+import { type BoxSpan, findBoxes } from './boxes.js';
 import { DEFAULT_COMPARE_OPTIONS } from './compare.js';
-import { parseCached, parsedEquivalent, validateString } from './equivalent.js';
+import { parseCached, parsedEquivalent, safeEqual, validateString } from './equivalent.js';
+import {
+  ANSWER_IS,
+  ANSWER_LABEL,
+  answerSpan,
+  FINAL_ANSWER,
+  GSM8K,
+  lastMatchEnd,
+  lastNumber,
+  MINERVA,
+  statementValue,
+} from './markers.js';
 import type { MathValue } from './structure.js';
+import { normalizeUnicode } from './unicode.js';
 
 /** Where an answer was found, in priority order (see {@link extractAnswer}). */
 export type ExtractSource =
@@ -109,74 +122,6 @@ export function resolveExtractOptions(
   };
 }
 
-type Span = { start: number; end: number; content: string; terminated: boolean };
-
-/** The last `MAX_BOXES` `\boxed`/`\fbox` groups in `text`, outermost only, in order. */
-function findBoxes(text: string, scanLimit: number): Span[] {
-  const starts: number[] = [];
-  for (const command of ['\\boxed', '\\fbox']) {
-    let index = text.lastIndexOf(command);
-    let found = 0;
-    while (index >= 0 && found < MAX_BOXES * 2) {
-      const after = text.charCodeAt(index + command.length);
-      const isLetter = (after >= 65 && after <= 90) || (after >= 97 && after <= 122);
-      if (!isLetter) {
-        starts.push(index);
-        found++;
-      }
-      index = index === 0 ? -1 : text.lastIndexOf(command, index - 1);
-    }
-  }
-  starts.sort((a, b) => a - b);
-  const spans: Span[] = [];
-  for (const start of starts.slice(-MAX_BOXES * 2)) {
-    const command = text.startsWith('\\boxed', start) ? '\\boxed' : '\\fbox';
-    let cursor = start + command.length;
-    while (text[cursor] === ' ') cursor++;
-    if (text[cursor] === '{') {
-      let depth = 0;
-      let end = -1;
-      const limit = Math.min(text.length, cursor + scanLimit);
-      for (let index = cursor; index < limit; index++) {
-        const char = text[index];
-        if (char === '\\') {
-          index++;
-          continue;
-        }
-        if (char === '{') depth++;
-        else if (char === '}') {
-          depth--;
-          if (depth === 0) {
-            end = index;
-            break;
-          }
-        }
-      }
-      if (end < 0) {
-        spans.push({
-          start,
-          end: limit,
-          content: text.slice(cursor + 1, limit),
-          terminated: false,
-        });
-      } else {
-        spans.push({ start, end: end + 1, content: text.slice(cursor + 1, end), terminated: true });
-      }
-    } else {
-      // \boxed 5 — a single token
-      let end = cursor;
-      while (end < text.length && end - cursor < scanLimit && !/[\s$]/.test(text[end]!)) end++;
-      spans.push({ start, end, content: text.slice(cursor, end), terminated: end > cursor });
-    }
-  }
-  // Drop boxes nested inside another box.
-  const outer = spans.filter(
-    (span) =>
-      !spans.some((other) => other !== span && other.start < span.start && other.end >= span.end),
-  );
-  return outer.slice(-MAX_BOXES);
-}
-
 /** The last `<answer>…</answer>` content, or null. */
 function answerTag(text: string): string | null {
   const lower = text.length > 2_000_000 ? text.slice(-2_000_000).toLowerCase() : text.toLowerCase();
@@ -186,78 +131,6 @@ function answerTag(text: string): string | null {
   const open = lower.lastIndexOf('<answer>', close);
   if (open < 0) return null;
   return text.slice(offset + open + '<answer>'.length, offset + close);
-}
-
-/**
- * The answer text that starts at `start`: a `$…$` / `\(…\)` / `\[…\]` span when one opens there,
- * else the rest of the line up to a sentence end (`. ` — a decimal point is not one).
- */
-function answerSpan(text: string, start: number, limit: number): string {
-  let index = start;
-  while (index < text.length && (text[index] === ' ' || text[index] === '\t')) index++;
-  const rest = text.slice(index, index + limit * 2 + 8);
-  for (const [open, close] of [
-    ['$$', '$$'],
-    ['$', '$'],
-    ['\\(', '\\)'],
-    ['\\[', '\\]'],
-  ] as const) {
-    if (rest.startsWith(open)) {
-      const end = rest.indexOf(close, open.length);
-      if (end > 0) return rest.slice(open.length, end);
-    }
-  }
-  let end = rest.indexOf('\n');
-  if (end < 0) end = rest.length;
-  let line = rest.slice(0, end);
-  const sentence = /\.(?:\s|$)/.exec(line);
-  if (sentence) line = line.slice(0, sentence.index);
-  return line.replace(/\s*I hope it is correct\s*$/i, '').trim();
-}
-
-/** Start offset (just after the marker) of the last match of `pattern` in `text`, or -1. */
-function lastMatchEnd(text: string, pattern: RegExp): number {
-  pattern.lastIndex = 0;
-  let end = -1;
-  for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
-    end = match.index + match[0].length;
-    if (match[0].length === 0) pattern.lastIndex++;
-  }
-  return end;
-}
-
-const MINERVA = /final answer is\s*(?=\$)/gi;
-const FINAL_ANSWER = /final answer\s*(?:is)?\s*[:：]\s*/gi;
-const ANSWER_IS = /\banswer\s+(?:is|=)\s*:?\s*/gi;
-const GSM8K = /####\s*/g;
-const ANSWER_LABEL = /\banswer\s*[:：]\s*/gi;
-
-/** The last number in `text` (`-1,234.5`, `3/4`), scanning backwards. */
-function lastNumber(text: string): { text: string; start: number } | null {
-  let index = text.length - 1;
-  while (index >= 0) {
-    const code = text.charCodeAt(index);
-    if (code >= 48 && code <= 57) break;
-    index--;
-  }
-  if (index < 0) return null;
-  const end = index + 1;
-  let start = index;
-  while (start > 0) {
-    const char = text[start - 1]!;
-    if (/[\d.]/.test(char)) start--;
-    else if (
-      char === ',' &&
-      /\d/.test(text[start - 2] ?? '') &&
-      /^\d{3}(?!\d)/.test(text.slice(start, start + 4))
-    )
-      start--;
-    else if (char === '/' && /\d/.test(text[start - 2] ?? '')) start--;
-    else break;
-  }
-  if (text[start - 1] === '-' && !/[\dA-Za-z]/.test(text[start - 2] ?? '')) start--;
-  const number = text.slice(start, end).replace(/^\.+/, '');
-  return number === '' ? null : { text: number, start };
 }
 
 /** Removes verbatim copies of the question; reports whether the response was only an echo. */
@@ -324,10 +197,99 @@ function finish(
   };
 }
 
+function hedgedExtraction(
+  source: ExtractSource,
+  candidates: string[],
+  violations: string[],
+  alternatives: MathValue[] | null,
+): Extraction {
+  return {
+    answer: null,
+    source,
+    hedged: true,
+    candidates,
+    violations: [...violations, 'hedged'],
+    parsed: null,
+    alternatives,
+  };
+}
+
+/** Items of a list or set answer (the last box may name every earlier box's value). */
+function namedItems(parsed: ReturnType<typeof parseCached>): MathValue[] {
+  if (!('value' in parsed)) return [];
+  const value = parsed.value;
+  if (value.kind === 'list' || value.kind === 'set') return value.items;
+  return [value];
+}
+
+/**
+ * Extraction from the boxes: the last one, unless an earlier box holds a different value that the
+ * last box does not name (a hedge; its values are kept as alternatives, which verifyMath reads as a
+ * list when the gold lists several values).
+ */
+function fromBoxes(
+  boxes: BoxSpan[],
+  options: ResolvedExtractOptions,
+  violations: string[],
+): Extraction {
+  const contents = boxes.map((box) => box.content.trim());
+  const nonEmpty = boxes.filter((box) => box.content.trim() !== '');
+  if (nonEmpty.length === 0) return finish('', 'boxed', contents, options, violations);
+  const last = nonEmpty[nonEmpty.length - 1]!;
+  if (!last.terminated || last.content.length > options.maxAnswerLength) {
+    return finish('x'.repeat(options.maxAnswerLength + 1), 'boxed', contents, options, [
+      ...violations,
+      ...(last.terminated ? [] : ['unterminated-box']),
+    ]);
+  }
+  if (options.multipleAnswers === 'reject' && nonEmpty.length > 1) {
+    const lastText = last.content.trim();
+    const lastParsed = parseCached(lastText);
+    const named = namedItems(lastParsed);
+    const texts = nonEmpty.map((box) => box.content.trim());
+    const distinct = texts.some((content) => {
+      if (content === lastText) return false;
+      if (content.length > options.maxAnswerLength) return true;
+      const parsed = parseCached(content);
+      if (parsedEquivalent(parsed, lastParsed, DEFAULT_COMPARE_OPTIONS)) return false;
+      return !(
+        'value' in parsed &&
+        named.some((item) => safeEqual(parsed.value, item, DEFAULT_COMPARE_OPTIONS))
+      );
+    });
+    if (distinct) {
+      const values = texts.map((content) =>
+        content.length > options.maxAnswerLength ? null : parseCached(content),
+      );
+      const alternatives = values.every((value) => value !== null && 'value' in value)
+        ? values.map((value) => (value as { value: MathValue }).value)
+        : null;
+      return hedgedExtraction('boxed', texts, violations, alternatives);
+    }
+  }
+  return finish(last.content, 'boxed', contents, options, violations);
+}
+
+/** The value a marker introduces: its span, or the value named by an answer statement. */
+function markedSpan(text: string, at: number, options: ResolvedExtractOptions): string {
+  return statementValue(answerSpan(text, at, options.maxAnswerLength));
+}
+
+const MARKERS: readonly (readonly [ExtractSource, RegExp])[] = [
+  ['gsm8k', GSM8K],
+  ['minerva', MINERVA],
+  ['final-answer', FINAL_ANSWER],
+  ['answer-is', ANSWER_IS],
+  ['answer-is', ANSWER_LABEL],
+];
+
 /** Full extraction with violations (used by verifyMath). */
 export function extractDetailed(response: string, options: ResolvedExtractOptions): Extraction {
   const violations: string[] = [];
-  const echo = removeEcho(response, options.question);
+  const echo = removeEcho(
+    normalizeUnicode(response),
+    options.question === undefined ? undefined : normalizeUnicode(options.question),
+  );
   if (echo.echoOnly) {
     return {
       answer: null,
@@ -340,69 +302,23 @@ export function extractDetailed(response: string, options: ResolvedExtractOption
     };
   }
   const text = echo.text;
-  const scanLimit = options.maxAnswerLength * 4 + 64;
   const region = answerTag(text);
-  const boxes = findBoxes(region ?? text, scanLimit);
-  if (boxes.length > 0) {
-    const unterminated = boxes.some((box) => !box.terminated);
-    const contents = boxes.map((box) => box.content.trim());
-    const nonEmpty = boxes.filter((box) => box.content.trim() !== '');
-    if (nonEmpty.length === 0) return finish('', 'boxed', contents, options, violations);
-    const last = nonEmpty[nonEmpty.length - 1]!;
-    if (!last.terminated || last.content.length > options.maxAnswerLength) {
-      return finish('x'.repeat(options.maxAnswerLength + 1), 'boxed', contents, options, [
-        ...violations,
-        ...(unterminated ? ['unterminated-box'] : []),
-      ]);
-    }
-    if (options.multipleAnswers === 'reject' && nonEmpty.length > 1) {
-      const lastParsed = parseCached(last.content.trim());
-      const distinct = nonEmpty.some((box) => {
-        const content = box.content.trim();
-        if (content === last.content.trim()) return false;
-        if (content.length > options.maxAnswerLength) return true;
-        return !parsedEquivalent(parseCached(content), lastParsed, DEFAULT_COMPARE_OPTIONS);
-      });
-      if (distinct) {
-        return {
-          answer: null,
-          source: 'boxed',
-          hedged: true,
-          candidates: nonEmpty.map((box) => box.content.trim()),
-          violations: [...violations, 'hedged'],
-          parsed: null,
-          alternatives: null,
-        };
-      }
-    }
-    return finish(last.content, 'boxed', contents, options, violations);
-  }
+  const boxes = findBoxes(region ?? text, MAX_BOXES);
+  if (boxes.length > 0) return fromBoxes(boxes, options, violations);
   if (region !== null) {
     const inner = region.trim();
     for (const pattern of [MINERVA, FINAL_ANSWER, ANSWER_IS, ANSWER_LABEL]) {
       const at = lastMatchEnd(inner, pattern);
-      if (at >= 0)
-        return finish(
-          answerSpan(inner, at, options.maxAnswerLength),
-          'answer-tag',
-          [inner],
-          options,
-          violations,
-        );
+      if (at >= 0) {
+        return finish(markedSpan(inner, at, options), 'answer-tag', [inner], options, violations);
+      }
     }
     return finish(inner, 'answer-tag', [inner], options, violations);
   }
-  const markers: [ExtractSource, RegExp][] = [
-    ['gsm8k', GSM8K],
-    ['minerva', MINERVA],
-    ['final-answer', FINAL_ANSWER],
-    ['answer-is', ANSWER_IS],
-    ['answer-is', ANSWER_LABEL],
-  ];
-  for (const [source, pattern] of markers) {
+  for (const [source, pattern] of MARKERS) {
     const at = lastMatchEnd(text, pattern);
     if (at >= 0) {
-      const span = answerSpan(text, at, options.maxAnswerLength);
+      const span = markedSpan(text, at, options);
       return finish(span, source, [span], options, violations);
     }
   }
@@ -410,18 +326,11 @@ export function extractDetailed(response: string, options: ResolvedExtractOption
     const number = lastNumber(text);
     if (number !== null) {
       // "… it is 3 or 4": the last number is one of several alternatives.
-      const before = text.slice(Math.max(0, number.start - 40), number.start);
-      const alternative = /(-?\d[\d,.]*)\s*(?:,\s*)?\bor\s+(?:maybe\s+|perhaps\s+)?$/i.exec(before);
+      const alternative = /(-?\d[\d,.]*)\s*(?:,\s*)?\bor\s+(?:maybe\s+|perhaps\s+)?$/i.exec(
+        number.before,
+      );
       if (alternative && alternative[1] !== number.text) {
-        return {
-          answer: null,
-          source: 'last-number',
-          hedged: true,
-          candidates: [alternative[1]!, number.text],
-          violations: [...violations, 'hedged'],
-          parsed: null,
-          alternatives: null,
-        };
+        return hedgedExtraction('last-number', [alternative[1]!, number.text], violations, null);
       }
       return finish(number.text, 'last-number', [number.text], options, violations);
     }

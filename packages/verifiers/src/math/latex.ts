@@ -189,7 +189,10 @@ class Converter {
     if (lower === 'sqrt' || (FUNCTIONS[lower] !== undefined && word === lower)) {
       return this.applyFunction(lower, source, index, depth, advance);
     }
-    if (word.length > 1 && UNIT_WORDS.has(lower)) return ' ';
+    if (word.length > 1 && UNIT_WORDS.has(lower)) {
+      advance(skipUnitPower(source, index));
+      return ' ';
+    }
     // A run of letters is a product of single-letter variables (xy → x y).
     let out = '';
     for (let position = 0; position < word.length; position++) out += ` ${word[position]}`;
@@ -301,9 +304,12 @@ class Converter {
       const content = argument.content.trim();
       const lower = content.toLowerCase();
       if (content === '' || UNIT_WORDS.has(lower) || /^(?:sq\.?\s*)?units?$/.test(lower)) {
-        return { out: `${out} `, end: argument.end };
+        return { out: `${out} `, end: skipUnitPower(source, argument.end) };
       }
-      return { out: `${out} ${this.convert(content, depth + 1)} `, end: argument.end };
+      // \text{5.}: punctuation typed inside the text is not part of the value.
+      const value = content.replace(/[.,;:!?]+$/, '').trim();
+      if (value === '') return { out: `${out} `, end: argument.end };
+      return { out: `${out} ${this.convert(value, depth + 1)} `, end: argument.end };
     }
     if (name === 'boxed' || name === 'fbox' || name === 'overline' || name === 'mathring') {
       const argument = readArgument(source, end);
@@ -377,6 +383,20 @@ class Converter {
  */
 export function latexToExpression(source: string): Converted {
   const converter = new Converter();
-  const text = converter.convert(source, 0);
+  const text = converter.convert(source, 0).replace(IMPLICIT_PRODUCT, '$1*(');
   return { text, literals: converter.literals };
+}
+
+/**
+ * A number, a one-letter variable or `pi` followed by `(`: a product (`2\frac{x}{3}`,
+ * `x\left(1+x\right)`), never a call (mathjs would read `x (1+x)` as calling `x`).
+ */
+const IMPLICIT_PRODUCT = /(_c\d+|(?<![A-Za-z_\d])[A-Za-z](?:_[A-Za-z0-9]+)?|\bpi)\s*\(/g;
+
+/** After a unit (`\text{ cm}^2`, `5 m^3`), skips its power: it belongs to the unit, not the value. */
+function skipUnitPower(source: string, end: number): number {
+  const position = skipSpaces(source, end);
+  if (source[position] !== '^') return end;
+  const argument = readArgument(source, position + 1);
+  return /^\s*[23]\s*$/.test(argument.content) ? argument.end : end;
 }

@@ -4,8 +4,13 @@
  */
 export type Rational = { readonly num: bigint; readonly den: bigint };
 
-/** Largest numerator/denominator bit length kept exact; beyond it, callers fall back to floats. */
+/**
+ * Largest numerator/denominator bit length of a fraction kept exact (reducing it takes a gcd, whose
+ * cost grows with the square of the size); beyond it, callers fall back to floats.
+ */
 export const MAX_RATIONAL_BITS = 4096;
+/** Largest integer kept exact, in bits (`2^{10000}`, `1000!`): integers need no gcd. */
+export const MAX_INTEGER_BITS = 32768;
 
 function abs(value: bigint): bigint {
   return value < 0n ? -value : value;
@@ -23,7 +28,9 @@ function gcd(a: bigint, b: bigint): bigint {
 }
 
 function bitLength(value: bigint): number {
-  return abs(value).toString(16).length * 4;
+  if (value === 0n) return 0;
+  const hex = abs(value).toString(16);
+  return (hex.length - 1) * 4 + (32 - Math.clz32(Number.parseInt(hex[0]!, 16)));
 }
 
 /** A normalized rational (den > 0, lowest terms), or null for a zero denominator or a huge value. */
@@ -32,6 +39,10 @@ export function rational(num: bigint, den = 1n): Rational | null {
   if (den < 0n) {
     num = -num;
     den = -den;
+  }
+  if (den === 1n) return bitLength(num) > MAX_INTEGER_BITS ? null : { num, den };
+  if (bitLength(num) > 2 * MAX_RATIONAL_BITS || bitLength(den) > 2 * MAX_RATIONAL_BITS) {
+    return null; // refuse before an expensive gcd
   }
   const divisor = gcd(num, den);
   const result = divisor > 1n ? { num: num / divisor, den: den / divisor } : { num, den };
@@ -68,7 +79,8 @@ export function pow(a: Rational, exponent: Rational): Rational | null {
   if (k === 0n) return a.num === 0n ? null : { num: 1n, den: 1n };
   const magnitude = abs(k);
   const bits = Math.max(bitLength(a.num), bitLength(a.den));
-  if (Number(magnitude) * bits > MAX_RATIONAL_BITS) return null;
+  const limit = a.den === 1n && k > 0n ? MAX_INTEGER_BITS : MAX_RATIONAL_BITS;
+  if (magnitude > 1_000_000n || Number(magnitude) * bits > limit + bits) return null;
   const base = k > 0n ? a : a.num === 0n ? null : { num: a.den, den: a.num };
   if (!base) return null;
   return rational(base.num ** magnitude, base.den ** magnitude);

@@ -5,6 +5,8 @@
  */
 import { type CompiledScalar, compileScalar } from './evaluate.js';
 import { latexToExpression, NotMathError, UNIT_WORDS } from './latex.js';
+import { precleanAnswer } from './preclean.js';
+import { normalizeUnicode } from './unicode.js';
 
 export type Scalar = {
   kind: 'scalar';
@@ -72,40 +74,11 @@ const MATH_WORDS = new Set([
   'mathrm',
 ]);
 
-const THOUSANDS_ONLY = /^[^,]*?(?<![\d.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d.])[^,]*$/;
-
-/**
- * String-level clean-up applied before conversion: math delimiters, `\left.`, thin-space and comma
- * thousands separators, `\$`, trailing punctuation, "number + words" (`72 clips` → `72`).
- */
-export function precleanAnswer(raw: string): string {
-  let text = raw.trim();
-  // Math delimiters and display wrappers.
-  text = text.replace(/^\$+|\$+$/g, '').trim();
-  if (text.startsWith('\\(') && text.endsWith('\\)')) text = text.slice(2, -2).trim();
-  if (text.startsWith('\\[') && text.endsWith('\\]')) text = text.slice(2, -2).trim();
-  text = text.replace(/\\left\.|\\right\./g, '');
-  text = text.replace(/\\\$|\$/g, '');
-  // Thin spaces between digit groups are thousands separators: 1\,000 → 1000.
-  text = text.replace(/(\d)\\[,;: !](?=\d{3}(?!\d))/g, '$1');
-  text = text.replace(/(\d)\{,\}(?=\d{3})/g, '$1');
-  // Markdown emphasis and trailing punctuation.
-  text = text.replace(/^\*\*|\*\*$/g, '').trim();
-  text = text.replace(/(?:\\quad|\\\\|[.,;:?\s])+$/, '').trim();
-  if (/[^\d)!\\]!$/.test(text)) text = text.slice(0, -1).trim();
-  // Comma thousands separators, only when every comma is one (1,000,000 but not 1, 2).
-  if (THOUSANDS_ONLY.test(text) && !/^[([{]|\\\{/.test(text)) {
-    text = text.replace(/(\d),(?=\d{3}(?!\d))/g, '$1');
-  }
-  // "72 clips", "$18 dollars" → the number.
-  const numberWords = /^([-+]?\d+(?:\.\d+)?)\s+(?:[A-Za-z]{2,}[A-Za-z'-]*\s*)+$/.exec(text);
-  if (numberWords) text = numberWords[1]!;
-  return text;
-}
-
 const CHOICE_ONLY = /^\(?([A-J])\)?$/;
 const CHOICE_WITH_TEXT = /^(?:\(([A-J])\)|([A-J])[).:])\s*\S/;
 const CHOICE_PREFIXED = /^(?:option|choice|answer)\s*:?\s*\(?([A-J])\)?(?:$|[\s.:)])/i;
+/** A second option letter in parentheses, or an "or"/"and" that joins alternatives. */
+const ANOTHER_CHOICE = /\([A-J]\)|\bor\b|\band\s+\(?[A-J]\)?(?![A-Za-z])/;
 const CHOICE_LIST =
   /^\(?[A-J]\)?(?:\s*(?:,|;|&|\/|\\?\bor\b|\band\b|\\text\{\s*(?:or|and)\s*\})\s*\(?[A-J]\)?)+$/;
 
@@ -127,19 +100,22 @@ function parseChoice(text: string): MathValue | null {
   const plain = stripTextWrappers(text);
   const only = CHOICE_ONLY.exec(plain) ?? CHOICE_PREFIXED.exec(plain);
   if (only) return { kind: 'choice', letter: only[1]! };
-  const withText = CHOICE_WITH_TEXT.exec(plain);
-  if (withText) return { kind: 'choice', letter: (withText[1] ?? withText[2])! };
   if (CHOICE_LIST.test(plain)) {
     const letters = plain.match(/(?<![A-Za-z\\])[A-J](?![A-Za-z])/g) ?? [];
     const isOr = /\bor\b/.test(plain);
     const items: MathValue[] = letters.map((letter) => ({ kind: 'choice', letter }));
     return isOr ? { kind: 'alternatives', items } : { kind: 'set', items };
   }
+  const withText = CHOICE_WITH_TEXT.exec(plain);
+  // "(A) 1/2" names one option; "(A) 1/2 or (B) 1/3" names two (not read as a choice).
+  if (withText && !ANOTHER_CHOICE.test(plain.slice(withText[0].length - 1))) {
+    return { kind: 'choice', letter: (withText[1] ?? withText[2])! };
+  }
   return null;
 }
 
 /** True when the text has an English word that is not math (→ compare as text). */
-function hasProseWord(text: string): boolean {
+export function hasProseWord(text: string): boolean {
   const withoutEnvironments = text.replace(/\\(?:begin|end)\{[^{}]*\}(?:\{[^{}]*\})?/g, ' ');
   for (const match of withoutEnvironments.matchAll(/(?<![\\A-Za-z])[A-Za-z]{3,}/g)) {
     const word = match[0].toLowerCase();
@@ -246,6 +222,26 @@ function inequality(text: string, context: Context): MathValue | null {
   };
 }
 
+/** `x ≠ 3` → `(−∞, 3) ∪ (3, ∞)`. */
+function exclusion(left: string, right: string, context: Context): MathValue | null {
+  const isVariable = (part: string) => /^\s*[A-Za-z](?:_[A-Za-z0-9]+)?\s*$/.test(part);
+  if (isVariable(left) === isVariable(right)) return null;
+  const bound = () => scalar(isVariable(left) ? right : left, context);
+  const infinity = (sign: string) => scalar(`${sign}Infinity`, context);
+  return {
+    kind: 'union',
+    items: [
+      { kind: 'tuple', open: '(', close: ')', items: [infinity('-'), bound()] },
+      { kind: 'tuple', open: '(', close: ')', items: [bound(), infinity('')] },
+    ],
+  };
+}
+
+/** The text with its numeric placeholders written out (`f(_c0)` → `f(2)`). */
+function withLiterals(text: string, context: Context): string {
+  return text.replace(/_c(\d+)/g, (_match, index: string) => context.literals[Number(index)] ?? '');
+}
+
 function items(text: string, context: Context): MathValue[] {
   const parts = splitOutside(text, ',').map((part) => part.trim());
   if (parts.length > context.options.maxItems) throw new NotMathError('too many items');
@@ -253,7 +249,9 @@ function items(text: string, context: Context): MathValue[] {
   return parts.map((part) => structure(part, { ...context, depth: context.depth + 1 }));
 }
 
-const ASSIGNMENT_LHS = /^\s*(?:[A-Za-z](?:_[A-Za-z0-9]+)?|[A-Za-z]\s*\*?\s*\(\s*[A-Za-z]\s*\))\s*$/;
+/** `x`, `x_1`, `f(x)`, `f(2)`, `f(-1)`: a name whose value the right side gives. */
+const ASSIGNMENT_LHS =
+  /^\s*(?:[A-Za-z](?:_[A-Za-z0-9]+)?|[A-Za-z]\s*\*?\s*\(\s*(?:[A-Za-z]|-?\s*_c\d+)\s*\))\s*$/;
 const TUPLE_LHS = /^\s*\(\s*[A-Za-z](?:\s*,\s*[A-Za-z])+\s*\)\s*$/;
 
 function structure(text: string, context: Context): MathValue {
@@ -311,9 +309,15 @@ function structure(text: string, context: Context): MathValue {
         kind: 'equation',
         lhs,
         rhs,
-        lhsName: isName ? lhsText.replace(/[\s*]/g, '') : null,
+        lhsName: isName ? withLiterals(lhsText, context).replace(/[\s*]/g, '') : null,
       };
     }
+  }
+  const unequal = trimmed.split('!=');
+  if (unequal.length === 2) {
+    const excluded = exclusion(unequal[0]!, unequal[1]!, context);
+    if (excluded) return excluded;
+    throw new NotMathError('relation');
   }
   if (/<|>/.test(trimmed) && !trimmed.includes('!=')) {
     const interval = inequality(trimmed, context);
@@ -373,7 +377,7 @@ export function parseAnswer(
   raw: string,
   options: ParseOptions = DEFAULT_PARSE_OPTIONS,
 ): { value: MathValue; cleaned: string } | { error: string; cleaned: string } {
-  const cleaned = precleanAnswer(raw);
+  const cleaned = precleanAnswer(normalizeUnicode(raw));
   if (cleaned === '') return { error: 'empty answer', cleaned };
   const choice = parseChoice(cleaned);
   if (choice) return { value: choice, cleaned };

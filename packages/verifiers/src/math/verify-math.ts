@@ -173,8 +173,11 @@ export function verifyMathResolved(
   const { source } = extraction;
   let violations = extraction.violations;
   let candidate: MathValue | null = null;
-  if (extraction.alternatives && itemCount(goldValue) > 1 && !isChoiceCollection(goldValue)) {
-    // "x = 1 or x = 2" answers a question whose gold lists several values.
+  const goldItems = itemCount(
+    goldValue.kind === 'equation' && goldValue.lhsName !== null ? goldValue.rhs : goldValue,
+  );
+  if (extraction.alternatives && goldItems > 1 && !isChoiceCollection(goldValue)) {
+    // "x = 1 or x = 2" (or one box per value) answers a question whose gold lists several values.
     candidate = { kind: 'list', items: extraction.alternatives };
     violations = violations.filter((violation) => violation !== 'hedged');
   } else if (extraction.answer === null || !extraction.parsed) {

@@ -86,7 +86,8 @@ export const CORPUS: readonly CorpusCase[] = [
   ['normalization', '\\boxed{-0}', '0', 1],
   ['normalization', '\\boxed{\\frac{-1}{2}}', '-\\frac{1}{2}', 1],
   ['normalization', '\\boxed{\\frac{1}{-2}}', '-0.5', 1],
-  ['normalization', '\\boxed{1 000}', '1000', 0],
+  // Issue 12: a space between three-digit groups is a thousands separator (SI style); was 0.
+  ['normalization', '\\boxed{1 000}', '1000', 1],
   ['normalization', '\\boxed{1,5}', '15', 0],
   // --- exact rationals and decimals -----------------------------------------------------------
   ['rational', '\\boxed{0.5}', '\\frac{1}{2}', 1],
