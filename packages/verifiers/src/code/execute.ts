@@ -169,8 +169,9 @@ export function execute(
             message: words.join(' '),
           };
         }
-        if (tag === 'S' || tag === 'E') {
-          // The verdict is known: give the process a moment to exit, then end it.
+        if (tag === 'E') {
+          // The program cannot run: give the process a moment to exit, then end it. After the
+          // summary (`S`) the program must end on its own within the wall-clock limit.
           graceTimer = setTimeout(() => killTree(child), 500);
         }
         return;

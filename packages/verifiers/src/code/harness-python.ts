@@ -382,6 +382,14 @@ def _rlvr_main():
         except _BaseException:
             pass
     emit(nonce + ' S ' + _str(passed) + ' ' + _str(total))
+    # Like a normal interpreter exit (and a judge), wait for the program's non-daemon threads: one
+    # that never ends runs into the wall-clock limit.
+    threading = loaded.get('threading')
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except _BaseException:
+            pass
     _exit(0)
 
 _rlvr_main()

@@ -4,11 +4,46 @@ import type { CodeLanguage, SandboxVerdict, SandboxViolation } from './types.js'
 const NODE_OOM =
   /JavaScript heap out of memory|Fatal process out of memory|Reached heap limit|allocation failed|std::bad_alloc/i;
 
-export function decide(
-  outcome: Outcome,
-  oomKills: number,
-  language: CodeLanguage,
-): { verdict: SandboxVerdict; reason: string } {
+type Decision = { verdict: SandboxVerdict; reason: string };
+
+/** How the process ended, in words: `code 3`, `signal SIGKILL` (bubblewrap reports 128 + n). */
+function ending(outcome: Outcome): string {
+  return outcome.signal ? `signal ${outcome.signal}` : `code ${outcome.exitCode}`;
+}
+
+/**
+ * Every test passed; like a judge, the run still has to end on its own and cleanly: a program kept
+ * alive after the tests (a live timer or handle, a non-daemon thread) runs into the wall-clock
+ * limit (`timeout`), and one that then crashes or exits non-zero is an `error`.
+ */
+function afterPass(outcome: Outcome, oomKills: number, total: number): Decision {
+  if (outcome.killed === 'timeout') {
+    return {
+      verdict: 'timeout',
+      reason:
+        `all ${total} tests passed, but the program kept running after the tests (a live timer, ` +
+        'handle or non-daemon thread) until the wall-clock limit',
+    };
+  }
+  if (oomKills > 0) return { verdict: 'memory', reason: 'memory limit reached after the tests' };
+  const cpuSignal =
+    outcome.signal === 'SIGXCPU' ||
+    outcome.signal === 'SIGKILL' ||
+    outcome.exitCode === 128 + 24 ||
+    outcome.exitCode === 128 + 9;
+  if (cpuSignal) {
+    return { verdict: 'timeout', reason: 'CPU-time limit reached after the tests passed' };
+  }
+  if (outcome.exitCode !== 0 || outcome.signal !== null) {
+    return {
+      verdict: 'error',
+      reason: `all ${total} tests passed, but the program then exited with ${ending(outcome)}`,
+    };
+  }
+  return { verdict: 'pass', reason: `all ${total} tests passed` };
+}
+
+export function decide(outcome: Outcome, oomKills: number, language: CodeLanguage): Decision {
   if (outcome.violations.length > 0) {
     const first = outcome.violations[0] as SandboxViolation;
     return { verdict: 'blocked', reason: `sandbox violation: ${first.kind} (${first.detail})` };
@@ -19,7 +54,7 @@ export function decide(
   }
   const { summary, loadFailure } = outcome;
   if (summary && summary.total === summary.passed && outcome.tests.length === summary.total) {
-    return { verdict: 'pass', reason: `all ${summary.total} tests passed` };
+    return afterPass(outcome, oomKills, summary.total);
   }
   if (outcome.killed === 'timeout')
     return { verdict: 'timeout', reason: 'wall-clock limit reached' };
