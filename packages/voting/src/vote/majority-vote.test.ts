@@ -28,9 +28,12 @@ describe('majorityVote', () => {
     expect(result.discarded).toBe(1);
     expect(result.discardedIndices).toEqual([3]);
     expect(result.clusters).toEqual([
-      { answer: '1/2', members: [0, 1, 4], count: 3, weight: 3 },
-      { answer: '3', members: [2], count: 1, weight: 1 },
+      { answer: '1/2', members: [0, 1, 4], count: 3, weight: 3, share: 3 / 4 },
+      { answer: '3', members: [2], count: 1, weight: 1, share: 1 / 4 },
     ]);
+    // Hand-worked: margin 3/4 − 1/4; entropy −(¾ ln ¾ + ¼ ln ¼) = 0.5623351446188083 nats.
+    expect(result.margin).toBe(0.5);
+    expect(result.entropy).toBeCloseTo(0.5623351446188083, 14);
     expect(result.extracted).toEqual(['1/2', '0.5', '3', null, '2/4']);
   });
 

@@ -6,6 +6,7 @@ import {
   validateOptions,
 } from '@rlvr/core';
 import { defaultEquals, defaultExtract } from './defaults.js';
+import { voteDistribution } from './distribution.js';
 import type {
   EqualsFn,
   ExtractFn,
@@ -14,6 +15,9 @@ import type {
   VoteSample,
   Weighting,
 } from './types.js';
+
+/** A cluster before the vote's shares are known. @internal */
+export type RawCluster = Omit<VoteCluster, 'share'>;
 
 /** Options of {@link majorityVote}. */
 export type MajorityVoteOptions = {
@@ -123,9 +127,9 @@ export function clusterAnswers(
   answers: readonly (string | null)[],
   weights: readonly number[],
   equals: EqualsFn,
-): VoteCluster[] {
-  const clusters: VoteCluster[] = [];
-  const byExactAnswer = new Map<string, VoteCluster>();
+): RawCluster[] {
+  const clusters: RawCluster[] = [];
+  const byExactAnswer = new Map<string, RawCluster>();
   answers.forEach((answer, index) => {
     if (answer === null) return;
     let cluster = byExactAnswer.get(answer);
@@ -157,7 +161,7 @@ export function safeEquals(equals: EqualsFn, a: string, b: string): boolean {
  * The deterministic tie rule: more weight wins; equal weight → more samples; equal count → the
  * cluster whose first member came first. @internal
  */
-export function rankClusters(clusters: readonly VoteCluster[]): VoteCluster[] {
+export function rankClusters<T extends RawCluster>(clusters: readonly T[]): T[] {
   return [...clusters].sort(
     (a, b) => b.weight - a.weight || b.count - a.count || a.members[0]! - b.members[0]!,
   );
@@ -175,6 +179,8 @@ export function rankClusters(clusters: readonly VoteCluster[]): VoteCluster[] {
  * const result = majorityVote(['… so \\boxed{1/2}', 'The answer is 0.5', '\\boxed{3}', 'no idea']);
  * result.answer;    // '1/2' (two equivalent votes)
  * result.share;     // 2/3
+ * result.margin;    // 1/3 (2/3 − 1/3: abstain below a threshold)
+ * result.entropy;   // 0.6365… nats (−⅔ ln ⅔ − ⅓ ln ⅓)
  * result.discarded; // 1
  * ```
  * @throws {InvalidArgumentError} `INVALID_ARGUMENT` for bad samples, weights or options.
@@ -235,14 +241,21 @@ export function tally(
   weights: readonly number[],
   equals: EqualsFn,
 ): VoteResult {
-  const clusters = rankClusters(clusterAnswers(extracted, weights, equals));
+  const ranked = rankClusters(clusterAnswers(extracted, weights, equals));
   const discardedIndices = extracted.flatMap((answer, index) => (answer === null ? [index] : []));
-  const totalWeight = clusters.reduce((sum, cluster) => sum + cluster.weight, 0);
+  const totalWeight = ranked.reduce((sum, cluster) => sum + cluster.weight, 0);
+  const { shares, margin, entropy } = voteDistribution(ranked.map((cluster) => cluster.weight));
+  const clusters: VoteCluster[] = ranked.map((cluster, index) => ({
+    ...cluster,
+    share: shares[index]!,
+  }));
   const winner = clusters[0];
   return {
     answer: winner ? winner.answer : null,
-    share: winner && totalWeight > 0 ? winner.weight / totalWeight : 0,
+    share: winner ? winner.share : 0,
     clusters,
+    margin,
+    entropy,
     votes: extracted.length - discardedIndices.length,
     totalWeight,
     discarded: discardedIndices.length,

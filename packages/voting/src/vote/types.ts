@@ -38,6 +38,8 @@ export type VoteCluster = {
   count: number;
   /** Total voting weight of the members. */
   weight: number;
+  /** The cluster's share of the total voting weight, in [0, 1]; the shares sum to 1 (0 with no weight cast). */
+  share: number;
 };
 
 /** The outcome of a vote. */
@@ -46,8 +48,21 @@ export type VoteResult = {
   answer: string | null;
   /** The winner's share of the total voting weight, in [0, 1] (its confidence). */
   share: number;
-  /** All clusters, winner first, ordered by the tie rule (weight, then count, then first appearance). */
+  /**
+   * All clusters, winner first, ordered by the tie rule (weight, then count, then first
+   * appearance); their `share`s are the distribution of the vote over answers.
+   */
   clusters: VoteCluster[];
+  /**
+   * Winner's share − runner-up's share, in [0, 1] (the winner's share when it is the only answer;
+   * 0 for a tie or when no sample voted). Abstain below a threshold.
+   */
+  margin: number;
+  /**
+   * Entropy of the cluster shares in nats, −Σ p·ln p: 0 when unanimous (or no votes), ln k for k
+   * equally heavy answers. Abstain above a threshold.
+   */
+  entropy: number;
   /** Samples that voted (had a usable answer). */
   votes: number;
   /** Total weight of the samples that voted. */
