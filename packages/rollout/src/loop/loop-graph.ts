@@ -3,7 +3,11 @@ import {
   createLlamaLayers,
   OnnxDataType as DataType,
   GraphBuilder,
+  type LlamaConfig,
+  type LlamaLayers,
   MASK_VALUE,
+  type OnnxGraph,
+  type OnnxValueInfo,
   validateCheckpoint,
   valueInfo,
 } from '@rlvr/model';
@@ -43,6 +47,285 @@ export const LOOP_IO = {
   present: (layer: number, kind: 'key' | 'value') => `present.${layer}.${kind}`,
 } as const;
 
+/** What every part of the loop graph is built with. */
+type LoopContext = {
+  g: GraphBuilder;
+  llama: LlamaLayers;
+  config: LlamaConfig;
+  mergedShape: string;
+  /** Reshape targets `[B, S, count, D]` for `[B·S, count·D]` rows, from `batchBySeq` `[B, S]`. */
+  headsShapes: (b: GraphBuilder, batchBySeq: string) => (count: number) => string;
+  /** The uniforms of step `step` (int64 `[1]`), `[R, 1]`. */
+  uniformAt: (b: GraphBuilder, step: string) => string;
+};
+
+/** What the first step hands to the loop. */
+type FirstStep = {
+  token: string;
+  logprob: string;
+  modelLogprob: string;
+  seen: string;
+  /** The cache of the output rows after the first step, fixed during the loop. */
+  rowPast: [string, string][];
+  /** Attention mask of the output rows (bool `[R, T]`). */
+  rowMask: string;
+  /** Position of the first token fed to the loop, `[R, 1]`. */
+  position: string;
+};
+
+const io = LOOP_IO.inputs;
+
+/** The sampling inputs, by name. */
+const SAMPLING: Sampling = {
+  invTemperature: io.temperature,
+  greedy: io.greedy,
+  filter: io.filter,
+  listSize: io.listSize,
+  cheapSize: io.cheapSize,
+  middleSize: io.middleSize,
+  topP: io.topP,
+  minP: io.minP,
+  useMinP: io.useMinP,
+  penalty: io.penalty,
+  usePenalty: io.usePenalty,
+  modelLogprobs: io.modelLogprobs,
+};
+
+/** The first step: S tokens per input row after the past cache, then one token per output row. */
+function emitFirstStep(context: LoopContext): FirstStep {
+  const { g, llama, mergedShape } = context;
+  const hidden = context.config.hidden_size;
+  const idsShape = g.op('Shape', [io.inputIds]);
+  const embedded = g.op('Reshape', [llama.embed(g, io.inputIds), g.int64([-1, hidden])]);
+  const [cos, sin] = llama.ropeTables(g, io.positionIds);
+  const seqLength = g.op('Gather', [idsShape, g.int64([1])], { axis: 0 });
+  const bias = llama.attentionBias(g, io.inputIds, io.attentionMask); // [P,1,1,S,T]
+  const maskBool = g.op('Cast', [io.attentionMask], { to: DataType.BOOL });
+  const presents: [string, string][] = [];
+  const state = llama.decoderLayers(g, embedded, {
+    cos,
+    sin,
+    headsShape: context.headsShapes(g, idsShape),
+    attend: (layer, q, k, v) => {
+      const presentK = g.op('Concat', [LOOP_IO.past(layer, 'key'), k], { axis: 2 });
+      const presentV = g.op('Concat', [LOOP_IO.past(layer, 'value'), v], { axis: 2 });
+      presents.push([presentK, presentV]);
+      const keys = llama.prepareKeys(g, presentK);
+      const values = llama.prepareValues(g, presentV);
+      return llama.mergeHeads(g, llama.attention(g, q, [{ keys, values, bias }]), mergedShape);
+    },
+  });
+  const lastIndex = g.op('Sub', [seqLength, g.int64([1])]);
+  // last position of each input row ([P, 1, hidden]), copied to the output rows
+  const lastState = g.op(
+    'Gather',
+    [
+      g.op('Reshape', [state, g.op('Concat', [idsShape, g.int64([hidden])], { axis: 0 })]),
+      lastIndex,
+    ],
+    { axis: 1 },
+  );
+  const rowState = g.op('Reshape', [
+    g.op('Gather', [lastState, io.rows], { axis: 0 }),
+    g.int64([-1, hidden]),
+  ]);
+  const [token, logprob, modelLogprob, seen] = emitSample(
+    g,
+    llama.logits(g, rowState),
+    context.uniformAt(g, g.int64([0])),
+    io.seen,
+    SAMPLING,
+    context.config.vocab_size,
+  );
+  const rowPast = presents.map(([key, value]): [string, string] => [
+    g.op('Gather', [key, io.rows], { axis: 0 }),
+    g.op('Gather', [value, io.rows], { axis: 0 }),
+  ]);
+  const lastPosition = g.op('Gather', [io.positionIds, lastIndex], { axis: 1 });
+  const position = g.op('Add', [
+    g.op('Gather', [lastPosition, io.rows], { axis: 0 }),
+    g.int64([1]),
+  ]);
+  const rowMask = g.op('Gather', [maskBool, io.rows], { axis: 0 });
+  return { token, logprob, modelLogprob, seen, rowPast, rowMask, position };
+}
+
+/**
+ * The `Loop` body: feeds each row's last token, attends over the fixed cache of the call and the
+ * tokens of this call under one softmax, samples the next token. Returns the body graph.
+ */
+function emitLoopBody(context: LoopContext, first: FirstStep): OnnxGraph {
+  const { g, llama, mergedShape } = context;
+  const { hidden_size: hidden, num_key_value_heads: kvHeads, head_dim: headDim } = context.config;
+  const layers = context.config.num_hidden_layers;
+  const body = g.child();
+  const iteration = body.fresh('iteration');
+  const condIn = body.fresh('cond_in');
+  const tokenIn = body.fresh('token_in');
+  const positionIn = body.fresh('position_in');
+  const seenIn = body.fresh('seen_in');
+  const recentIn = Array.from({ length: layers }, () => [
+    body.fresh('recent_key_in'),
+    body.fresh('recent_value_in'),
+  ]);
+  // the fixed cache, prepared once outside the body
+  const pastBias = g.op('Unsqueeze', [
+    g.op('Where', [first.rowMask, g.float([0]), g.float([MASK_VALUE])]),
+    g.int64([1, 2, 3]),
+  ]); // [R,1,1,1,T]
+  const pastKeys = first.rowPast.map(([key]) => llama.prepareKeys(g, key));
+  const pastValues = first.rowPast.map(([, value]) => llama.prepareValues(g, value));
+  const rowCount = body.op('Gather', [body.op('Shape', [tokenIn]), g.int64([0])], { axis: 0 });
+  const rowBySeq = body.op('Concat', [rowCount, g.int64([1])], { axis: 0 }); // [R, 1]
+  const embedded = body.op('Reshape', [llama.embed(body, tokenIn), g.int64([-1, hidden])]);
+  const [cos, sin] = llama.ropeTables(body, positionIn);
+  const pastLength = body.op('Gather', [body.op('Shape', [first.rowMask]), g.int64([1])], {
+    axis: 0,
+  });
+  const recentOut: string[][] = [];
+  const state = llama.decoderLayers(body, embedded, {
+    cos,
+    sin,
+    headsShape: context.headsShapes(body, rowBySeq),
+    attend: (layer, q, k, v) => {
+      const recentK = body.op('Concat', [recentIn[layer]![0]!, k], { axis: 2 });
+      const recentV = body.op('Concat', [recentIn[layer]![1]!, v], { axis: 2 });
+      recentOut.push([recentK, recentV]);
+      const blocks = [
+        { keys: pastKeys[layer]!, values: pastValues[layer]!, bias: pastBias },
+        { keys: llama.prepareKeys(body, recentK), values: llama.prepareValues(body, recentV) },
+      ] as const;
+      return llama.mergeHeads(body, llama.attention(body, q, [...blocks], pastLength), mergedShape);
+    },
+  });
+  const [token, logprob, modelLogprob, seen] = emitSample(
+    body,
+    llama.logits(body, state),
+    context.uniformAt(body, body.op('Add', [iteration, g.int64([1])])),
+    seenIn,
+    SAMPLING,
+    context.config.vocab_size,
+  );
+  // The recent cache grows by one position per iteration: its input and output lengths must be
+  // different symbolic dims, or ORT may plan to reuse the input buffer for the longer output
+  // ("Shape mismatch attempting to re-use buffer", seen with one KV head).
+  const kvDims = (length: string) => ['R', kvHeads, length, headDim];
+  const row = ['R', 1];
+  return body.graph(
+    'decode_step',
+    [
+      valueInfo(iteration, DataType.INT64, []),
+      valueInfo(condIn, DataType.BOOL, []),
+      valueInfo(tokenIn, DataType.INT64, row),
+      valueInfo(positionIn, DataType.INT64, row),
+      valueInfo(seenIn, DataType.BOOL),
+      ...recentIn.flat().map((name) => valueInfo(name, DataType.FLOAT, kvDims('T_recent_in'))),
+    ],
+    [
+      valueInfo(body.op('Identity', [condIn]), DataType.BOOL, []),
+      valueInfo(token, DataType.INT64, row),
+      valueInfo(body.op('Add', [positionIn, g.int64([1])]), DataType.INT64, row),
+      valueInfo(seen, DataType.BOOL),
+      ...recentOut.flat().map((name) => valueInfo(name, DataType.FLOAT, kvDims('T_recent_out'))),
+      valueInfo(body.op('Identity', [token]), DataType.INT64, row),
+      valueInfo(body.op('Identity', [logprob]), DataType.FLOAT, row),
+      valueInfo(body.op('Identity', [modelLogprob]), DataType.FLOAT, row),
+    ],
+  );
+}
+
+/** Runs the `Loop` after the first step and writes the graph outputs. */
+function emitLoopAndOutputs(context: LoopContext, first: FirstStep, bodyGraph: OnnxGraph): void {
+  const { g } = context;
+  const layers = context.config.num_hidden_layers;
+  const emptyRecent = (tensor: string) =>
+    g.op('Slice', [tensor, g.int64([0]), g.int64([0]), g.int64([2])]);
+  const steps = g.op('Gather', [g.op('Shape', [io.uniforms]), g.int64([1], [])], { axis: 0 });
+  const loopOutputs = g.add(
+    'Loop',
+    [
+      g.op('Sub', [steps, g.int64([1], [])]),
+      '',
+      first.token,
+      first.position,
+      first.seen,
+      ...first.rowPast.flatMap(([key, value]) => [emptyRecent(key), emptyRecent(value)]),
+    ],
+    { body: { graph: bodyGraph } },
+    3 + 2 * layers + 3,
+  );
+  const finalRecent = loopOutputs.slice(3, 3 + 2 * layers);
+  const [scanTokens, scanLogprobs, scanModels] = loopOutputs.slice(3 + 2 * layers) as [
+    string,
+    string,
+    string,
+  ];
+  // scan outputs are [N − 1, R, 1]: → [R, N − 1], after the first step's column
+  const columns = (firstColumn: string, scanned: string, output: string) =>
+    g.add(
+      'Concat',
+      [
+        firstColumn,
+        g.op('Transpose', [g.op('Squeeze', [scanned, g.int64([2])])], { perm: [1, 0] }),
+      ],
+      { axis: 1 },
+      [output],
+    );
+  const out = LOOP_IO.outputs;
+  columns(first.token, scanTokens, out.tokens);
+  columns(first.logprob, scanLogprobs, out.logprobs);
+  columns(first.modelLogprob, scanModels, out.modelLogprobs);
+  first.rowPast.forEach(([key, value], layer) => {
+    g.add('Concat', [key, finalRecent[2 * layer]!], { axis: 2 }, [LOOP_IO.present(layer, 'key')]);
+    g.add('Concat', [value, finalRecent[2 * layer + 1]!], { axis: 2 }, [
+      LOOP_IO.present(layer, 'value'),
+    ]);
+  });
+}
+
+/** The loop graph's inputs and outputs. */
+function loopGraphIo(config: LlamaConfig): { input: OnnxValueInfo[]; output: OnnxValueInfo[] } {
+  const { num_key_value_heads: kvHeads, head_dim: headDim } = config;
+  const scalar = (name: string, type: number) => valueInfo(name, type, []);
+  const input = [
+    valueInfo(io.inputIds, DataType.INT64, ['P', 'S']),
+    valueInfo(io.attentionMask, DataType.INT64, ['P', 'T']),
+    valueInfo(io.positionIds, DataType.INT64, ['P', 'S']),
+    valueInfo(io.rows, DataType.INT64, ['R']),
+    valueInfo(io.uniforms, DataType.FLOAT, ['R', 'N']),
+    valueInfo(io.seen, DataType.BOOL, ['seen_rows', config.vocab_size]),
+    scalar(io.temperature, DataType.FLOAT),
+    scalar(io.greedy, DataType.BOOL),
+    scalar(io.filter, DataType.BOOL),
+    scalar(io.listSize, DataType.INT64),
+    scalar(io.cheapSize, DataType.INT64),
+    scalar(io.middleSize, DataType.INT64),
+    scalar(io.topP, DataType.FLOAT),
+    scalar(io.minP, DataType.FLOAT),
+    scalar(io.useMinP, DataType.BOOL),
+    scalar(io.penalty, DataType.FLOAT),
+    scalar(io.usePenalty, DataType.BOOL),
+    scalar(io.modelLogprobs, DataType.BOOL),
+  ];
+  const out = LOOP_IO.outputs;
+  const output = [
+    valueInfo(out.tokens, DataType.INT64, ['R', 'N']),
+    valueInfo(out.logprobs, DataType.FLOAT, ['R', 'N']),
+    valueInfo(out.modelLogprobs, DataType.FLOAT, ['R', 'N']),
+  ];
+  for (let layer = 0; layer < config.num_hidden_layers; layer++) {
+    for (const kind of ['key', 'value'] as const) {
+      input.push(
+        valueInfo(LOOP_IO.past(layer, kind), DataType.FLOAT, ['P', kvHeads, 'Tp', headDim]),
+      );
+      output.push(
+        valueInfo(LOOP_IO.present(layer, kind), DataType.FLOAT, ['R', kvHeads, 'Tn', headDim]),
+      );
+    }
+  }
+  return { input, output };
+}
+
 /**
  * Builds the decoding graph of a checkpoint for `LoopDecoder`: one `session.run` feeds `input_ids`
  * `[P, S]` (the prompts, left-padded, or the last sampled token of each row) after the KV cache
@@ -69,287 +352,34 @@ export function buildLoopGraph(
 ): Uint8Array {
   const valid = validateCheckpoint(checkpoint, { functionName });
   const { config } = valid;
-  const {
-    hidden_size: hidden,
-    num_attention_heads: heads,
-    num_key_value_heads: kvHeads,
-    head_dim: headDim,
-    vocab_size: vocab,
-    num_hidden_layers: layers,
-  } = config;
   const g = new GraphBuilder();
-  const llama = createLlamaLayers(g, valid, { projection: 'gemm' });
-  const io = LOOP_IO.inputs;
-  const mergedShape = g.int64([-1, heads * headDim]);
-  /** Reshape targets `[B, S, count, D]` for `[B·S, count·D]` rows, from `batchBySeq` `[B, S]`. */
-  const headsShapes = (b: GraphBuilder, batchBySeq: string) => {
-    const shapes = new Map<number, string>();
-    return (count: number): string => {
-      let shape = shapes.get(count);
-      if (!shape) {
-        shape = b.op('Concat', [batchBySeq, g.int64([count, headDim])], { axis: 0 });
-        shapes.set(count, shape);
-      }
-      return shape;
-    };
-  };
-
-  // ---- the first step: S tokens per input row after the past cache ----
-  const idsShape = g.op('Shape', [io.inputIds]);
-  const embedded = g.op('Reshape', [llama.embed(g, io.inputIds), g.int64([-1, hidden])]);
-  const [cos0, sin0] = llama.ropeTables(g, io.positionIds);
-  const seqLength = g.op('Gather', [idsShape, g.int64([1])], { axis: 0 });
-  const bias0 = llama.attentionBias(g, io.inputIds, io.attentionMask); // [P,1,1,S,T]
-  const maskBool = g.op('Cast', [io.attentionMask], { to: DataType.BOOL });
-  const presents: [string, string][] = [];
-  const state0 = llama.decoderLayers(g, embedded, {
-    cos: cos0,
-    sin: sin0,
-    headsShape: headsShapes(g, idsShape),
-    attend: (layer, q, k, v) => {
-      const presentK = g.op('Concat', [LOOP_IO.past(layer, 'key'), k], { axis: 2 });
-      const presentV = g.op('Concat', [LOOP_IO.past(layer, 'value'), v], { axis: 2 });
-      presents.push([presentK, presentV]);
-      const context = llama.attention(g, q, [
-        {
-          keys: llama.prepareKeys(g, presentK),
-          values: llama.prepareValues(g, presentV),
-          bias: bias0,
-        },
-      ]);
-      return llama.mergeHeads(g, context, mergedShape);
-    },
-  });
-  // last position of each input row, copied to the output rows
-  const lastState = g.op(
-    'Gather',
-    [
-      g.op('Reshape', [state0, g.op('Concat', [idsShape, g.int64([hidden])], { axis: 0 })]),
-      g.op('Sub', [seqLength, g.int64([1])]),
-    ],
-    { axis: 1 },
-  ); // [P, 1, hidden]
-  const rowState = g.op('Reshape', [
-    g.op('Gather', [lastState, io.rows], { axis: 0 }),
-    g.int64([-1, hidden]),
-  ]);
-  const logits0 = llama.logits(g, rowState);
-  const sampling: Sampling = {
-    invTemperature: io.temperature,
-    greedy: io.greedy,
-    filter: io.filter,
-    listSize: io.listSize,
-    cheapSize: io.cheapSize,
-    middleSize: io.middleSize,
-    topP: io.topP,
-    minP: io.minP,
-    useMinP: io.useMinP,
-    penalty: io.penalty,
-    usePenalty: io.usePenalty,
-    modelLogprobs: io.modelLogprobs,
-  };
-  const uniformAt = (b: GraphBuilder, step: string): string =>
-    b.op('Gather', [io.uniforms, step], { axis: 1 });
-  const [token0, logprob0, modelLogprob0, seen0] = emitSample(
+  const headDim = config.head_dim;
+  const context: LoopContext = {
     g,
-    logits0,
-    uniformAt(g, g.int64([0])),
-    io.seen,
-    sampling,
-    vocab,
-  );
-  // the cache of the output rows, fixed during the loop
-  const rowPast = presents.map(([key, value]): [string, string] => [
-    g.op('Gather', [key, io.rows], { axis: 0 }),
-    g.op('Gather', [value, io.rows], { axis: 0 }),
-  ]);
-  const rowMask = g.op('Gather', [maskBool, io.rows], { axis: 0 });
-  const pastBias = g.op('Unsqueeze', [
-    g.op('Where', [rowMask, g.float([0]), g.float([MASK_VALUE])]),
-    g.int64([1, 2, 3]),
-  ]); // [R,1,1,1,T]
-  const pastKeysT = rowPast.map(([key]) => llama.prepareKeys(g, key));
-  const pastValues = rowPast.map(([, value]) => llama.prepareValues(g, value));
-  const position0 = g.op('Add', [
-    g.op(
-      'Gather',
-      [
-        g.op('Gather', [io.positionIds, g.op('Sub', [seqLength, g.int64([1])])], { axis: 1 }),
-        io.rows,
-      ],
-      { axis: 0 },
-    ),
-    g.int64([1]),
-  ]); // [R, 1]
-  const emptyRecent = (tensor: string) =>
-    g.op('Slice', [tensor, g.int64([0]), g.int64([0]), g.int64([2])]);
-
-  // ---- the loop: one token per row per iteration ----
-  const body = g.child();
-  const iteration = body.fresh('iteration');
-  const condIn = body.fresh('cond_in');
-  const tokenIn = body.fresh('token_in');
-  const positionIn = body.fresh('position_in');
-  const seenIn = body.fresh('seen_in');
-  const recentIn = Array.from({ length: layers }, () => [
-    body.fresh('recent_key_in'),
-    body.fresh('recent_value_in'),
-  ]);
-  const rowCount = body.op('Gather', [body.op('Shape', [tokenIn]), g.int64([0])], { axis: 0 });
-  const rowBySeq = body.op('Concat', [rowCount, g.int64([1])], { axis: 0 }); // [R, 1]
-  const bodyEmbedded = body.op('Reshape', [llama.embed(body, tokenIn), g.int64([-1, hidden])]);
-  const [cos, sin] = llama.ropeTables(body, positionIn);
-  const pastLengthRow = body.op('Gather', [body.op('Shape', [rowMask]), g.int64([1])], { axis: 0 });
-  const recentOut: string[][] = [];
-  const bodyState = llama.decoderLayers(body, bodyEmbedded, {
-    cos,
-    sin,
-    headsShape: headsShapes(body, rowBySeq),
-    attend: (layer, q, k, v) => {
-      const recentK = body.op('Concat', [recentIn[layer]![0]!, k], { axis: 2 });
-      const recentV = body.op('Concat', [recentIn[layer]![1]!, v], { axis: 2 });
-      recentOut.push([recentK, recentV]);
-      const context = llama.attention(
-        body,
-        q,
-        [
-          { keys: pastKeysT[layer]!, values: pastValues[layer]!, bias: pastBias },
-          { keys: llama.prepareKeys(body, recentK), values: llama.prepareValues(body, recentV) },
-        ],
-        pastLengthRow,
-      );
-      return llama.mergeHeads(body, context, mergedShape);
+    llama: createLlamaLayers(g, valid, { projection: 'gemm' }),
+    config,
+    mergedShape: g.int64([-1, config.num_attention_heads * headDim]),
+    headsShapes: (b, batchBySeq) => {
+      const shapes = new Map<number, string>();
+      return (count) => {
+        let shape = shapes.get(count);
+        if (!shape) {
+          shape = b.op('Concat', [batchBySeq, g.int64([count, headDim])], { axis: 0 });
+          shapes.set(count, shape);
+        }
+        return shape;
+      };
     },
-  });
-  const bodyLogits = llama.logits(body, bodyState);
-  const [token, logprob, modelLogprob, seen] = emitSample(
-    body,
-    bodyLogits,
-    uniformAt(body, body.op('Add', [iteration, g.int64([1])])),
-    seenIn,
-    sampling,
-    vocab,
-  );
-  const condOut = body.op('Identity', [condIn]);
-  const positionOut = body.op('Add', [positionIn, g.int64([1])]);
-  const scanToken = body.op('Identity', [token]);
-  const scanLogprob = body.op('Identity', [logprob]);
-  const scanModel = body.op('Identity', [modelLogprob]);
-  // The recent cache grows by one position per iteration: its input and output lengths must be
-  // different symbolic dims, or ORT may plan to reuse the input buffer for the longer output
-  // ("Shape mismatch attempting to re-use buffer", seen with one KV head).
-  const kvDimsIn = ['R', kvHeads, 'T_recent_in', headDim];
-  const kvDimsOut = ['R', kvHeads, 'T_recent_out', headDim];
-  const bodyGraph = body.graph(
-    'decode_step',
-    [
-      valueInfo(iteration, DataType.INT64, []),
-      valueInfo(condIn, DataType.BOOL, []),
-      valueInfo(tokenIn, DataType.INT64, ['R', 1]),
-      valueInfo(positionIn, DataType.INT64, ['R', 1]),
-      valueInfo(seenIn, DataType.BOOL),
-      ...recentIn.flatMap(([key, value]) => [
-        valueInfo(key!, DataType.FLOAT, kvDimsIn),
-        valueInfo(value!, DataType.FLOAT, kvDimsIn),
-      ]),
-    ],
-    [
-      valueInfo(condOut, DataType.BOOL, []),
-      valueInfo(token, DataType.INT64, ['R', 1]),
-      valueInfo(positionOut, DataType.INT64, ['R', 1]),
-      valueInfo(seen, DataType.BOOL),
-      ...recentOut.flatMap(([key, value]) => [
-        valueInfo(key!, DataType.FLOAT, kvDimsOut),
-        valueInfo(value!, DataType.FLOAT, kvDimsOut),
-      ]),
-      valueInfo(scanToken, DataType.INT64, ['R', 1]),
-      valueInfo(scanLogprob, DataType.FLOAT, ['R', 1]),
-      valueInfo(scanModel, DataType.FLOAT, ['R', 1]),
-    ],
-  );
-  const steps = g.op('Gather', [g.op('Shape', [io.uniforms]), g.int64([1], [])], { axis: 0 });
-  const loopOutputs = g.add(
-    'Loop',
-    [
-      g.op('Sub', [steps, g.int64([1], [])]),
-      '',
-      token0,
-      position0,
-      seen0,
-      ...rowPast.flatMap(([key, value]) => [emptyRecent(key!), emptyRecent(value!)]),
-    ],
-    { body: { graph: bodyGraph } },
-    3 + 2 * layers + 3,
-  );
-  const finalRecent = loopOutputs.slice(3, 3 + 2 * layers);
-  const [scanTokens, scanLogprobs, scanModels] = loopOutputs.slice(3 + 2 * layers) as [
-    string,
-    string,
-    string,
-  ];
-  // scan outputs are [N − 1, R, 1]: → [R, N − 1], after the first step's column
-  const columns = (first: string, scanned: string, output: string) =>
-    g.add(
-      'Concat',
-      [first, g.op('Transpose', [g.op('Squeeze', [scanned, g.int64([2])])], { perm: [1, 0] })],
-      { axis: 1 },
-      [output],
-    );
-  const out = LOOP_IO.outputs;
-  columns(token0, scanTokens, out.tokens);
-  columns(logprob0, scanLogprobs, out.logprobs);
-  columns(modelLogprob0, scanModels, out.modelLogprobs);
-  for (let layer = 0; layer < layers; layer++) {
-    g.add('Concat', [rowPast[layer]![0]!, finalRecent[2 * layer]!], { axis: 2 }, [
-      LOOP_IO.present(layer, 'key'),
-    ]);
-    g.add('Concat', [rowPast[layer]![1]!, finalRecent[2 * layer + 1]!], { axis: 2 }, [
-      LOOP_IO.present(layer, 'value'),
-    ]);
-  }
-
-  const scalar = (name: string, type: number) => valueInfo(name, type, []);
-  const inputs = [
-    valueInfo(io.inputIds, DataType.INT64, ['P', 'S']),
-    valueInfo(io.attentionMask, DataType.INT64, ['P', 'T']),
-    valueInfo(io.positionIds, DataType.INT64, ['P', 'S']),
-    valueInfo(io.rows, DataType.INT64, ['R']),
-    valueInfo(io.uniforms, DataType.FLOAT, ['R', 'N']),
-    valueInfo(io.seen, DataType.BOOL, ['seen_rows', vocab]),
-    scalar(io.temperature, DataType.FLOAT),
-    scalar(io.greedy, DataType.BOOL),
-    scalar(io.filter, DataType.BOOL),
-    scalar(io.listSize, DataType.INT64),
-    scalar(io.cheapSize, DataType.INT64),
-    scalar(io.middleSize, DataType.INT64),
-    scalar(io.topP, DataType.FLOAT),
-    scalar(io.minP, DataType.FLOAT),
-    scalar(io.useMinP, DataType.BOOL),
-    scalar(io.penalty, DataType.FLOAT),
-    scalar(io.usePenalty, DataType.BOOL),
-    scalar(io.modelLogprobs, DataType.BOOL),
-  ];
-  const outputs = [
-    valueInfo(out.tokens, DataType.INT64, ['R', 'N']),
-    valueInfo(out.logprobs, DataType.FLOAT, ['R', 'N']),
-    valueInfo(out.modelLogprobs, DataType.FLOAT, ['R', 'N']),
-  ];
-  for (let layer = 0; layer < layers; layer++) {
-    for (const kind of ['key', 'value'] as const) {
-      inputs.push(
-        valueInfo(LOOP_IO.past(layer, kind), DataType.FLOAT, ['P', kvHeads, 'Tp', headDim]),
-      );
-      outputs.push(
-        valueInfo(LOOP_IO.present(layer, kind), DataType.FLOAT, ['R', kvHeads, 'Tn', headDim]),
-      );
-    }
-  }
+    uniformAt: (b, step) => b.op('Gather', [io.uniforms, step], { axis: 1 }),
+  };
+  const first = emitFirstStep(context);
+  emitLoopAndOutputs(context, first, emitLoopBody(context, first));
   return g.encode(
     {
       irVersion: IR_VERSION,
       opset: LOOP_OPSET,
       producerName: '@rlvr/rollout',
-      graph: { name: `${config.model_type}_sampling_loop`, input: inputs, output: outputs },
+      graph: { name: `${config.model_type}_sampling_loop`, ...loopGraphIo(config) },
     },
     functionName,
   );
