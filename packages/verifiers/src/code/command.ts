@@ -9,6 +9,11 @@ import type { RuntimeInfo } from './runtime.js';
 import type { CodeLanguage, SandboxLimits } from './types.js';
 
 export const SANDBOX_WORK_DIR = '/sandbox';
+/**
+ * `HOME` inside the sandbox: outside the work dir and absent (the root is read-only), so writing
+ * `~/.bashrc` is a write outside the work dir like any other (reported and denied).
+ */
+export const SANDBOX_HOME = '/home/sandbox';
 /** Where bubblewrap writes the JavaScript harness (from a descriptor; read-only, in the sandbox). */
 const SANDBOX_JS_HARNESS = '/rlvr/harness.cjs';
 const DEVICE_READ_ROOTS = ['/dev/null', '/dev/zero', '/dev/urandom', '/dev/random'];
@@ -128,7 +133,7 @@ function bwrapArgv(plan: Plan, bwrap: string, harnessFd: number): string[] {
     '--new-session',
     '--clearenv',
     ...['--setenv', 'PATH', '/usr/bin:/bin'],
-    ...['--setenv', 'HOME', SANDBOX_WORK_DIR],
+    ...['--setenv', 'HOME', SANDBOX_HOME],
     ...['--setenv', 'TMPDIR', SANDBOX_WORK_DIR],
     ...['--setenv', 'LANG', 'C.UTF-8'],
     ...['--hostname', 'sandbox'],

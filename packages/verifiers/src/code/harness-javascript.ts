@@ -171,6 +171,7 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
   const keysOf = Object.keys;
   const describeProperty = Object.getOwnPropertyDescriptor;
   const defineProperty = Object.defineProperty;
+  const construct = Reflect.construct;
   const freeze = Object.freeze;
   const regexTest = RegExp.prototype.test;
   const matches = (pattern, text) => apply(regexTest, pattern, [text]);
@@ -183,6 +184,44 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
   // properties are defined, not assigned, so setters the program put on Object.prototype never run.
   const own = (target, key, value) =>
     defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  const guardCall = (key, value) => {
+    const writesAlways = matches(writeNames, key);
+    const opens = matches(opensName, key);
+    const twoPaths = matches(twoPathNames, key);
+    return function (...args) {
+      const flags = args[1];
+      const writes =
+        writesAlways ||
+        (opens && typeof flags === 'string' && flags !== 'r' && flags !== 'rs' && flags !== 'sr') ||
+        (opens && typeof flags === 'number' && (flags & 0x643) !== 0);
+      const count = twoPaths ? 2 : 1;
+      for (let index = 0; index < count && index < args.length; index++) {
+        if (!inside(args[index])) {
+          throw violation(writes ? 'file-write' : 'file-read', key + ' ' + clean(args[index]));
+        }
+      }
+      return apply(value, this, args);
+    };
+  };
+  // fs.ReadStream and friends: constructors (callable without new) whose first argument is a path.
+  const streamClasses = { __proto__: null, ReadStream: false, FileReadStream: false, WriteStream: true, FileWriteStream: true };
+  const guardClass = (key, Real) => {
+    const Guarded = function (...args) {
+      if (!inside(args[0])) {
+        throw violation(streamClasses[key] ? 'file-write' : 'file-read', key + ' ' + clean(args[0]));
+      }
+      return construct(Real, args, new.target === undefined ? Real : new.target);
+    };
+    Guarded.prototype = Real.prototype;
+    return Guarded;
+  };
+  // Accessors (opendir, opendirSync, the stream classes, promises) resolve on first use and are
+  // guarded like the rest; functions are guarded whether the module defines them as values or not.
+  const guardValue = (key, value) => {
+    if (typeof value !== 'function') return value;
+    if (streamClasses[key] !== undefined) return guardClass(key, value);
+    return matches(upperFirst, key) ? value : guardCall(key, value);
+  };
   const guardFs = (real, lazy) => {
     const guarded = {};
     const keys = keysOf(real);
@@ -190,31 +229,21 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
       const key = keys[index];
       const descriptor = describeProperty(real, key);
       if (descriptor !== undefined && !('value' in descriptor)) {
-        defineProperty(guarded, key, { enumerable: true, get: () => lazy(key) });
+        let resolved = false;
+        let value;
+        defineProperty(guarded, key, {
+          enumerable: true,
+          get: () => {
+            if (!resolved) {
+              value = key === 'promises' ? lazy(key) : guardValue(key, lazy(key));
+              resolved = true;
+            }
+            return value;
+          },
+        });
         continue;
       }
-      const value = real[key];
-      if (typeof value !== 'function' || matches(upperFirst, key)) {
-        own(guarded, key, value);
-        continue;
-      }
-      const writesAlways = matches(writeNames, key);
-      const opens = matches(opensName, key);
-      const twoPaths = matches(twoPathNames, key);
-      own(guarded, key, function (...args) {
-        const flags = args[1];
-        const writes =
-          writesAlways ||
-          (opens && typeof flags === 'string' && flags !== 'r' && flags !== 'rs' && flags !== 'sr') ||
-          (opens && typeof flags === 'number' && (flags & 0x643) !== 0);
-        const count = twoPaths ? 2 : 1;
-        for (let index = 0; index < count && index < args.length; index++) {
-          if (!inside(args[index])) {
-            throw violation(writes ? 'file-write' : 'file-read', key + ' ' + clean(args[index]));
-          }
-        }
-        return apply(value, this, args);
-      });
+      own(guarded, key, guardValue(key, real[key]));
     }
     return freeze(guarded);
   };
@@ -248,6 +277,26 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
     'perf_hooks', 'querystring', 'readline', 'stream', 'stream/promises', 'string_decoder',
     'timers', 'timers/promises', 'url', 'util', 'util/types', 'vm', 'zlib',
   ]) allowed[name] = true;
+  // vm without constants.USE_MAIN_CONTEXT_DEFAULT_LOADER (a private symbol, reachable only here):
+  // with it a script's import() loads the real, unguarded node:fs.
+  let guardedVm = null;
+  const vmModule = () => {
+    if (guardedVm === null) {
+      guardedVm = {};
+      const keys = keysOf(vm);
+      for (let index = 0; index < keys.length; index++) own(guardedVm, keys[index], vm[keys[index]]);
+      const constants = { __proto__: null };
+      const names = vm.constants ? keysOf(vm.constants) : [];
+      for (let index = 0; index < names.length; index++) {
+        if (names[index] !== 'USE_MAIN_CONTEXT_DEFAULT_LOADER') {
+          constants[names[index]] = vm.constants[names[index]];
+        }
+      }
+      own(guardedVm, 'constants', freeze(constants));
+      freeze(guardedVm);
+    }
+    return guardedVm;
+  };
   const realRequire = require;
   const makeRequire = () =>
     function require(specifier) {
@@ -255,6 +304,7 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
       if (apply(startsWith, name, ['node:'])) name = clean(name).slice(5);
       if (name === 'fs') return fsModule();
       if (name === 'fs/promises') return fsPromises();
+      if (name === 'vm') return vmModule();
       if (hasOwn(denied, name)) throw violation(denied[name], 'require ' + name);
       if (allowed[name] === true) return realRequire(name);
       const error = new Error_(
@@ -318,6 +368,20 @@ export const JAVASCRIPT_HARNESS = String.raw`'use strict';
   process.dlopen = trap('tamper', 'process.dlopen');
   Object.defineProperty(process, 'mainModule', { value: undefined, configurable: false, writable: false });
   globalThis.fetch = trap('network', 'fetch');
+  if (typeof process.getBuiltinModule === 'function') {
+    // Node >= 20.16: the same guarded modules as require (undefined for what is not a builtin).
+    const builtinRequire = makeRequire();
+    process.getBuiltinModule = function getBuiltinModule(id) {
+      try {
+        return builtinRequire(id);
+      } catch (error) {
+        if (error !== null && typeof error === 'object' && error.code === 'MODULE_NOT_FOUND') {
+          return undefined;
+        }
+        throw error;
+      }
+    };
+  }
   globalThis.require = makeRequire();
   globalThis.module = { exports: {} };
   globalThis.exports = globalThis.module.exports;

@@ -264,6 +264,17 @@ def _rlvr_main():
                 if (_isinstance(item, (_str, bytes)) or hasattr(item, '__fspath__')) and not inside(item, write_roots):
                     violate('file-write', _str(item))
             return
+        if event == 'sqlite3.connect':
+            # sqlite opens (and creates) its file in C, without an 'open' event.
+            database = args[0] if args else ''
+            if _isinstance(database, bytes):
+                database = database.decode('utf-8', 'replace')
+            database = _str(os.fspath(database)) if database is not None else ''
+            if database.startswith('file:'):
+                database = database[5:].partition('?')[0]
+            if database not in ('', ':memory:') and not inside(database, write_roots):
+                violate('file-write', 'sqlite3.connect ' + database)
+            return
         if event == 'socket.__new__':
             family = args[1] if _len(args) > 1 else None
             if family != 1:  # AF_UNIX socketpairs (asyncio) stay allowed
