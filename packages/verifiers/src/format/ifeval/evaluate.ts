@@ -118,14 +118,32 @@ export function runPrepared(
   prepared: readonly PreparedInstruction[],
   context: CheckContext,
 ): IfevalResult {
-  const variants = looseVariants(response);
+  const variants = looseVariants(response).slice(1); // the first variant is the response itself
+  const detected = new Map<string, string | null>();
+  const { detector } = context;
+  const cached: CheckContext =
+    detector === undefined
+      ? context
+      : {
+          ...context,
+          detector: {
+            languages: detector.languages,
+            detect(text) {
+              if (!detected.has(text)) detected.set(text, detector.detect(text));
+              return detected.get(text) ?? null;
+            },
+          },
+        };
   const follows = (instruction: PreparedInstruction, text: string) =>
-    text.trim() !== '' && instruction.run(text, context);
-  const results = prepared.map((instruction) => ({
-    id: instruction.id,
-    strict: follows(instruction, response),
-    loose: variants.some((variant) => follows(instruction, variant)),
-  }));
+    text.trim() !== '' && instruction.run(text, cached);
+  const results = prepared.map((instruction) => {
+    const strict = follows(instruction, response);
+    return {
+      id: instruction.id,
+      strict,
+      loose: strict || variants.some((variant) => follows(instruction, variant)),
+    };
+  });
   return {
     strict: results.every((item) => item.strict),
     loose: results.every((item) => item.loose),
