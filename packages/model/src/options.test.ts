@@ -13,6 +13,7 @@ import {
   parseSafetensors,
   readSafetensors,
   referenceForward,
+  validateCheckpoint,
   writeSafetensors,
 } from './index.js';
 

@@ -1,4 +1,5 @@
 import {
+  assertKnownKeys,
   InvalidArgumentError,
   type NamedTensor,
   NonFiniteError,
@@ -75,6 +76,11 @@ export function validateCheckpoint(
   checkpoint: unknown,
   options: { functionName: string; parameter?: string; checkFinite?: boolean },
 ): Checkpoint {
+  assertKnownKeys(options, {
+    parameter: 'options',
+    functionName: 'validateCheckpoint',
+    known: ['functionName', 'parameter', 'checkFinite'],
+  });
   const { functionName } = options;
   const parameter = options.parameter ?? 'checkpoint';
   if (checkpoint === null || typeof checkpoint !== 'object') {
