@@ -4,6 +4,8 @@
  * (distinct responses, gold answers reused across a group of 16 as in GRPO).
  */
 import { createRng } from '@rlvr/core';
+import { CORPUS } from '../src/math/__fixtures__/conformance-corpus.js';
+import { FAMILY_CORPUS } from '../src/math/__fixtures__/conformance-families.js';
 import {
   createMathVerifierPool,
   extractAnswer,
@@ -81,6 +83,19 @@ bench('mathEquivalent  \\frac{n}{d} vs decimal', count, (index) => {
   mathEquivalent(`\\frac{${ints[index]}}{4}`, String(ints[index]! / 4));
 });
 console.log(`typical check: median ${median(typical).toFixed(1)} µs (target: well under 1000 µs)`);
+
+// Unseen input: every conformance case once, in a fresh order, so the parse caches are cold.
+const corpus = [...CORPUS, ...FAMILY_CORPUS];
+verifyMath('\\boxed{1}', '1'); // load mathjs outside the measurement
+const perCheck = corpus.map(([, response, gold]) => {
+  const start = performance.now();
+  verifyMath(response, gold);
+  return (performance.now() - start) * 1000;
+});
+const sorted = [...perCheck].sort((a, b) => a - b);
+console.log(
+  `${`conformance corpora, each case once (${corpus.length}, cold caches)`.padEnd(52)} median ${median(perCheck).toFixed(1)} µs, p90 ${sorted[Math.floor(sorted.length * 0.9)]!.toFixed(1)} µs, max ${sorted[sorted.length - 1]!.toFixed(0)} µs (target: median ≤ 100 µs)`,
+);
 
 const pool = createMathVerifierPool({ size: 2, timeoutMs: 2000 });
 const poolCount = count;

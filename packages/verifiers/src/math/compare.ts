@@ -42,6 +42,9 @@ function compareVariant(a: Variant, b: Variant, options: CompareOptions): boolea
       return withinRelative(exactA, exactB, options.tolerance);
     }
   }
+  // The same expression (same literals, same variables) is the same value, even where floats
+  // cannot evaluate it (`e^{1000}`, `x^{5000}`).
+  if (a.divideBy100 === b.divideBy100 && ca.canonical === cb.canonical) return true;
   const relative = ca.hasDecimal || cb.hasDecimal ? options.tolerance : SYMBOLIC_TOLERANCE;
   const variables = [...new Set([...ca.variables, ...cb.variables])].sort();
   if (variables.length > 26) return false;
@@ -83,9 +86,6 @@ function abs(value: bigint): bigint {
 }
 
 function scalarsEqual(a: Scalar, b: Scalar, options: CompareOptions): boolean {
-  // The same expression (same literals, same variables) is the same value, even where floats
-  // cannot evaluate it (`e^{1000}`, `x^{5000}`).
-  if (a.percent === b.percent && a.compiled.canonical === b.compiled.canonical) return true;
   for (const x of variants(a, options)) {
     for (const y of variants(b, options)) if (compareVariant(x, y, options)) return true;
   }

@@ -395,13 +395,17 @@ export function compileScalar(text: string, literals: readonly string[]): Compil
   for (const match of text.matchAll(/_c(\d+)/g)) {
     if (literals[Number(match[1])]?.includes('.')) hasDecimal = true;
   }
+  let canonical: string | undefined;
   return {
     exact: exactValue(node, literals),
     variables: [...variableSet].sort(),
     hasDecimal,
-    canonical: text
-      .replace(/_c(\d+)/g, (_match, index: string) => `{${literals[Number(index)]}}`)
-      .replace(/\s+/g, ''),
+    get canonical() {
+      canonical ??= text
+        .replace(/_c(\d+)/g, (_match, index: string) => `{${literals[Number(index)]}}`)
+        .replace(/\s+/g, '');
+      return canonical;
+    },
     evaluate(scope) {
       try {
         return toComplex(numericValue(node, scope, literals));
