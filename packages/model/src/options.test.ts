@@ -93,6 +93,11 @@ describe('@rlvr/model options reject unknown keys', () => {
       /options\.meta.*'metadata'/,
     ],
     [
+      'validateCheckpoint',
+      () => validateCheckpoint(checkpoint, { functionName: 'f', check_finite: false } as never),
+      /options\.check_finite.*'checkFinite'/,
+    ],
+    [
       'createTokenizer',
       () => createTokenizer({ json: {}, tokenizer_config: {} } as never),
       /files\.tokenizer_config/,
