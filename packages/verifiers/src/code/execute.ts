@@ -13,7 +13,8 @@ const VIOLATION_KINDS = new Set<ViolationKind>([
   'tamper',
 ]);
 
-export type Summary = { passed: number; total: number };
+/** The harness's final report: `assertions` counts the assertions the tests executed. */
+export type Summary = { passed: number; total: number; assertions: number };
 export type Outcome = {
   summary: Summary | null;
   /** Countable tests, reported by the harness before the program runs. */
@@ -155,13 +156,18 @@ export function execute(
       if (line.startsWith(`${nonce} `)) {
         const rest = line.slice(nonce.length + 1);
         const [tag, first, second, ...words] = rest.split(' ');
+        const third = Number(words[0]);
         if (tag === 'T') {
           const status = second as TestOutcome['status'];
           outcome.tests.push({ index: Number(first), status, message: words.join(' ') });
         } else if (tag === 'N') {
           outcome.total = Number(first);
         } else if (tag === 'S') {
-          outcome.summary = { passed: Number(first), total: Number(second) };
+          outcome.summary = {
+            passed: Number(first),
+            total: Number(second),
+            assertions: Number.isInteger(third) ? third : 0,
+          };
         } else if (tag === 'E') {
           outcome.loadFailure = {
             phase: first === 'setup' ? 'setup' : 'load',

@@ -1,3 +1,5 @@
+import { PYTHON_ASSERTION_HELPERS } from './harness-python-assertions.js';
+
 /**
  * The Python test harness, run inside the sandbox as `python3 -I -S -B -X utf8 -c <PYTHON_BOOT>`
  * with the harness compiled once per interpreter on the host (`marshal`) and sent ahead of the
@@ -16,7 +18,8 @@
  * lines:
  *   `<nonce> N <total>`                             the number of countable tests,
  *   `<nonce> T <index> pass|fail|error <message>`  after each test,
- *   `<nonce> S <passed> <total>`                    after the last test (the only way to `pass`),
+ *   `<nonce> S <passed> <total> <assertions>`       after the last test (the only way to `pass`;
+ *                                                   `assertions`: asserts executed, see below),
  *   `<nonce> E load|setup <kind> <message>`         when the program (or setup) cannot run,
  *   `V <kind> <detail>`                             a violation (unsigned: forging one only hurts).
  * Secrets (nonce, test code) live only in `_rlvr_main`'s frame; frame access is denied by the hook,
@@ -26,6 +29,7 @@
  */
 export const PYTHON_HARNESS = String.raw`
 import sys, os
+${PYTHON_ASSERTION_HELPERS}
 
 def _rlvr_main():
     import builtins, math, operator, itertools, types
@@ -108,14 +112,20 @@ def _rlvr_main():
             _exit(0)
 
     # --- compile tests and the program (before any program code runs) -----------------------
+    # Test-side code is parsed (PyCF_ONLY_AST: ast.parse without importing ast, enum, re...) and
+    # every assert counts itself (see harness-python-assertions.ts) before it is compiled.
+    import _ast
+    count_asserts = _rlvr_count_asserts
+
+    def parse(source, filename):
+        return count_asserts(_compile(source, filename, 'exec', 0x400, True, 0), _ast)
+
     tests = []  # (kind, code) with kind 'test' or 'setup'
     try:
         if setup_source:
-            tests.append(('setup', _compile(setup_source, '<setup>', 'exec', 0, True, 0)))
+            tests.append(('setup', _compile(parse(setup_source, '<setup>'), '<setup>', 'exec', 0, True, 0)))
         if tests_kind == 's':
-            import _ast
-            # PyCF_ONLY_AST: ast.parse without importing ast (and enum, re...).
-            tree = _compile(raw_tests[0], '<tests>', 'exec', 0x400, True, 0)
+            tree = parse(raw_tests[0], '<tests>')
             pending = []
             for node in tree.body:
                 if _isinstance(node, (_ast.Assert, _ast.Expr)):
@@ -132,7 +142,7 @@ def _rlvr_main():
                 tests.append(('setup', _compile(module, '<tests>', 'exec', 0, True, 0)))
         else:
             for source in raw_tests:
-                tests.append(('test', _compile(source, '<test>', 'exec', 0, True, 0)))
+                tests.append(('test', _compile(parse(source, '<test>'), '<test>', 'exec', 0, True, 0)))
     except _BaseException as error:
         emit(nonce + ' E setup error ' + describe(error))
         _exit(0)
@@ -176,6 +186,23 @@ def _rlvr_main():
                 _import(name)
             except _BaseException:
                 pass
+    # Assertions the tests execute, and failures unittest reported (its runners swallow them).
+    asserted = [0]
+    unittest_failures = [0]
+
+    def count_assert(value):
+        asserted[0] += 1
+        return value
+
+    test_globals = {}
+    unittest_watch = ()
+    if 'unittest' in names:
+        try:
+            unittest_watch = _rlvr_unittest_hooks(
+                _import('unittest'), asserted, unittest_failures, test_globals
+            )
+        except _BaseException:
+            pass
     del names, pending_codes
 
     # --- audit hook: deny-by-default for files, processes, network, introspection --------
@@ -313,7 +340,7 @@ def _rlvr_main():
     # --- pristine state the tests use, and a snapshot to detect tampering --------------------
     pristine_builtins = dict(builtins.__dict__)
     loaded = sys.modules
-    watched = [builtins] + [loaded[name] for name in watchable if name in loaded]
+    watched = [builtins] + [loaded[name] for name in watchable if name in loaded] + list(unittest_watch)
     snapshots = [(module, dict(module.__dict__)) for module in watched]
 
     def tampered():
@@ -347,14 +374,16 @@ def _rlvr_main():
         emit('V tamper modified ' + what)
 
     # --- run the tests ---------------------------------------------------------------------
-    test_globals = dict(namespace)
+    test_globals.update(namespace)
     test_globals['__builtins__'] = pristine_builtins
     test_globals['__name__'] = '__tests__'
+    test_globals['__rlvr_assert__'] = count_assert
     passed = 0
     index = 0
     for kind, code in tests:
         status = 'pass'
         message = ''
+        failures_before = unittest_failures[0]
         try:
             _exec(code, test_globals)
         except _AssertionError as error:
@@ -369,6 +398,9 @@ def _rlvr_main():
         except _BaseException as error:
             status = 'error'
             message = describe(error)
+        if status == 'pass' and unittest_failures[0] > failures_before:
+            status = 'fail'
+            message = 'AssertionError: unittest reported ' + _str(unittest_failures[0] - failures_before) + ' failure(s) or error(s)'
         if kind == 'setup':
             if status != 'pass':
                 emit(nonce + ' E setup ' + status + ' ' + message)
@@ -392,7 +424,7 @@ def _rlvr_main():
                 emit('V tamper fd ' + _str(fd) + ' was made non-blocking')
         except _BaseException:
             pass
-    emit(nonce + ' S ' + _str(passed) + ' ' + _str(total))
+    emit(nonce + ' S ' + _str(passed) + ' ' + _str(total) + ' ' + _str(asserted[0]))
     # Like a normal interpreter exit (and a judge), wait for the program's non-daemon threads: one
     # that never ends runs into the wall-clock limit.
     threading = loaded.get('threading')

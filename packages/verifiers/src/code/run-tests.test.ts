@@ -299,7 +299,7 @@ describe.skipIf(!PYTHON)('python harness protocol', () => {
         `${nonce} T 2 pass `,
       ]);
       expect(lines[4]).toMatch(new RegExp(`^${nonce} T 3 fail AssertionError`));
-      expect(lines[5]).toBe(`${nonce} S 3 4`);
+      expect(lines[5]).toBe(`${nonce} S 3 4 4`); // passed, total, assertions executed
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

@@ -80,15 +80,19 @@ function resultOf(
   const { verdict, reason } = decide(outcome, cgroup.oomKills, input.language);
   const total = outcome.summary?.total ?? outcome.total;
   const passed = outcome.tests.filter((test) => test.status === 'pass').length;
+  // A suite that executed no assertion earns nothing, not even partial credit.
+  const vacuous = outcome.summary?.assertions === 0;
   let score = 0;
   if (verdict === 'pass') score = 1;
-  else if (verdict !== 'blocked' && input.partialCredit && total) score = passed / total;
+  else if (verdict !== 'blocked' && !vacuous && input.partialCredit && total) {
+    score = passed / total;
+  }
   return {
     verdict,
     passed,
     total,
     score,
-    assertions: null,
+    assertions: outcome.summary?.assertions ?? null,
     tests: outcome.tests,
     violations: outcome.violations,
     reason,

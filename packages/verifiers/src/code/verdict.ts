@@ -12,11 +12,20 @@ function ending(outcome: Outcome): string {
 }
 
 /**
- * Every test passed; like a judge, the run still has to end on its own and cleanly: a program kept
+ * Every test passed. A suite that executed no assertion is an `error` (it passes any program). Like a judge, the run still has to end on its own and cleanly: a program kept
  * alive after the tests (a live timer or handle, a non-daemon thread) runs into the wall-clock
  * limit (`timeout`), and one that then crashes or exits non-zero is an `error`.
  */
 function afterPass(outcome: Outcome, oomKills: number, total: number): Decision {
+  if (outcome.summary?.assertions === 0) {
+    return {
+      verdict: 'error',
+      reason:
+        'the tests executed no assertion, so they cannot tell right from wrong (check the tests: ' +
+        'Python needs `assert` statements or unittest assertions, JavaScript calls of the `assert` ' +
+        'the tests receive or require)',
+    };
+  }
   if (outcome.killed === 'timeout') {
     return {
       verdict: 'timeout',
