@@ -7,9 +7,10 @@
  * `BENCH_RUNS=41` for more samples.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { findOnPath } from '../src/code/host-tools.js';
 import { runTests } from '../src/code/index.js';
+import { defaultPythonPath } from '../src/code/runtime.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 21);
 
@@ -46,11 +47,15 @@ async function measure(
 }
 
 async function main(): Promise<void> {
-  if (!['/usr/bin/bwrap', '/bin/bwrap'].some((path) => existsSync(path))) {
-    console.log('code-sandbox bench: SKIPPED (bubblewrap is not installed)');
+  if (!findOnPath('bwrap')) {
+    console.log('code-sandbox bench: SKIPPED (bubblewrap is not on PATH)');
     return;
   }
-  const python = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+  const python = defaultPythonPath(); // what runTests uses
+  if (!python) {
+    console.log('code-sandbox bench: SKIPPED (no python3 on PATH the sandbox user can reach)');
+    return;
+  }
   const pythonVersion = execFileSync(python, ['--version'], { encoding: 'utf8' }).trim();
   const rows = [
     {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCodeReward } from './code-reward.js';
 import { HAS_BWRAP } from './sandbox-test-support.js';
+import type { RunTestsResult } from './types.js';
 
 const prompt = 'Write square(x).';
 
@@ -10,6 +11,21 @@ describe('createCodeReward', { timeout: 60_000 }, () => {
     expect(() => createCodeReward({ language: 'python', blockedReward: Number.NaN })).toThrow(
       /options\.blockedReward/,
     );
+  });
+
+  it.skipIf(!HAS_BWRAP)('should pass the host-tool options through to runTests', async () => {
+    const seen: RunTestsResult[] = [];
+    const reward = createCodeReward({
+      language: 'python',
+      allowWeakerLimits: true,
+      prlimitPath: '/nonexistent/prlimit',
+      limits: { wallTimeMs: 8000 },
+      onResult: (result) => seen.push(result),
+    });
+    const completion = '```python\ndef square(x):\n    return x * x\n```';
+    expect(await reward({ prompt, completion, answer: ['assert square(3) == 9'] })).toBe(1);
+    expect(seen[0]?.isolation.prlimit).toBe(null);
+    expect(seen[0]?.isolation.limitsApplied.cpuTimeMs).toBe(false);
   });
 
   it('should return null without tests and 0 without a code block', async () => {

@@ -123,6 +123,16 @@ describe.skipIf(!HAS_BWRAP)('runTests host tools', { timeout: 60_000 }, () => {
     expect(missing.message).toMatch(/\/nonexistent\/bwrap/);
   });
 
+  it('should reject bwrapPath without bubblewrap (INEFFECTIVE_OPTION)', async () => {
+    const error = await failure({
+      ...JS,
+      isolation: 'unsafe-no-isolation',
+      bwrapPath: onPath('bwrap') as string,
+    });
+    expect(error.code).toBe(ErrorCode.INEFFECTIVE_OPTION);
+    expect(error.message).toMatch(/bwrapPath/);
+  });
+
   it('should refuse with UNAVAILABLE when prlimit is missing, unless allowWeakerLimits', async () => {
     process.env.PATH = pathWith('bwrap');
     const error = await failure(JS);
