@@ -83,63 +83,119 @@ function killTree(child: ChildProcess): void {
   } catch {}
 }
 
-/** Spawns one run and collects the harness channel (fd 3), stdout and stderr. */
+type ExecuteOptions = {
+  limits: ResolvedLimits;
+  nonce: string;
+  /** Run as this uid (and gid), dropped by the spawn itself; the host must be root. */
+  uid?: number;
+  /** The run's cgroup: its `cgroup.procs` files are opened here and passed as fds 4, 5, … */
+  cgroup?: RunCgroup | null;
+  /** Written into a pipe at the fd after the cgroup descriptors (`harnessFd`), then closed. */
+  harnessData?: Buffer;
+  signal?: AbortSignal;
+  cwd?: string;
+};
+
+/**
+ * Spawns the run detached (its own process group). The `cgroup.procs` files are opened by the host
+ * (root): the kernel checks the opener's credentials when the harness writes to them, so the
+ * unprivileged sandbox user can join exactly this group, nothing else.
+ */
+function spawnRun(argv: string[], options: ExecuteOptions): ChildProcess {
+  const [file, ...args] = argv as [string, ...string[]];
+  const cgroupFds: number[] = [];
+  try {
+    for (const procs of options.cgroup?.procsFiles ?? []) {
+      cgroupFds.push(openSync(procs, fsConstants.O_WRONLY));
+    }
+    const child = spawn(file, args, {
+      stdio: [
+        'pipe',
+        'pipe',
+        'pipe',
+        'pipe',
+        ...cgroupFds,
+        ...(options.harnessData ? ['pipe' as const] : []),
+      ],
+      env: {},
+      detached: true,
+      cwd: options.cwd,
+      ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
+    });
+    if (options.harnessData) {
+      const harnessPipe = child.stdio[4 + cgroupFds.length] as Writable | null | undefined;
+      harnessPipe?.on('error', () => {});
+      harnessPipe?.end(options.harnessData);
+    }
+    return child;
+  } finally {
+    for (const fd of cgroupFds) closeSync(fd);
+  }
+}
+
+/**
+ * Records one line of the harness channel (fd 3) into `outcome`: lines signed with the nonce are
+ * results (`N`, `T`, `S`, `E`), `V` lines are violations, anything else is a forgery (`tamper`).
+ * Returns the tag of a signed line.
+ */
+function recordLine(line: string, nonce: string, outcome: Outcome): string | null {
+  if (line.startsWith(`${nonce} `)) {
+    const [tag, first, second, ...words] = line.slice(nonce.length + 1).split(' ');
+    if (tag === 'T') {
+      const status = second as TestOutcome['status'];
+      outcome.tests.push({ index: Number(first), status, message: words.join(' ') });
+    } else if (tag === 'N') {
+      outcome.total = Number(first);
+    } else if (tag === 'S') {
+      const assertions = Number(words[0]);
+      outcome.summary = {
+        passed: Number(first),
+        total: Number(second),
+        assertions: Number.isInteger(assertions) ? assertions : 0,
+      };
+    } else if (tag === 'E') {
+      outcome.loadFailure = {
+        phase: first === 'setup' ? 'setup' : 'load',
+        kind: second ?? 'error',
+        message: words.join(' '),
+      };
+    }
+    return tag ?? null;
+  }
+  if (line.startsWith('V ')) {
+    const [, kind, ...detail] = line.split(' ');
+    outcome.violations.push({
+      kind: VIOLATION_KINDS.has(kind as ViolationKind) ? (kind as ViolationKind) : 'tamper',
+      detail: detail.join(' ').slice(0, 300),
+    });
+  } else if (line.length > 0) {
+    outcome.violations.push({ kind: 'tamper', detail: 'forged harness message' });
+  }
+  return null;
+}
+
+/**
+ * Spawns one run and collects the harness channel (fd 3), stdout and stderr (each capped and
+ * counted), killing the process tree at the wall-clock limit, on an output overflow or on abort.
+ */
 export function execute(
   argv: string[],
   payload: Buffer,
-  options: {
-    limits: ResolvedLimits;
-    nonce: string;
-    /** Run as this uid (and gid), dropped by the spawn itself; the host must be root. */
-    uid?: number;
-    /** The run's cgroup: its `cgroup.procs` files are opened here and passed as fds 4, 5, … */
-    cgroup?: RunCgroup | null;
-    /** Written into a pipe at the fd after the cgroup descriptors (`harnessFd`), then closed. */
-    harnessData?: Buffer;
-    signal?: AbortSignal;
-    cwd?: string;
-  },
+  options: ExecuteOptions,
 ): Promise<Outcome> {
   const { nonce } = options;
   const started = performance.now();
   return new Promise((resolve) => {
-    const [file, ...args] = argv as [string, ...string[]];
-    // Opened by the host (root): the kernel checks the opener's credentials when the harness
-    // writes to them, so the unprivileged sandbox user can join exactly this group, nothing else.
-    const cgroupFds: number[] = [];
     let child: ChildProcess;
     try {
-      for (const procs of options.cgroup?.procsFiles ?? []) {
-        cgroupFds.push(openSync(procs, fsConstants.O_WRONLY));
-      }
-      child = spawn(file, args, {
-        stdio: [
-          'pipe',
-          'pipe',
-          'pipe',
-          'pipe',
-          ...cgroupFds,
-          ...(options.harnessData ? ['pipe' as const] : []),
-        ],
-        env: {},
-        detached: true,
-        cwd: options.cwd,
-        ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
-      });
+      child = spawnRun(argv, options);
     } catch (error) {
-      for (const fd of cgroupFds) closeSync(fd);
       resolve({
         ...emptyOutcome(),
         stderr: `spawn failed: ${(error as Error).message}`,
         totalMs: performance.now() - started,
       });
       return;
-    }
-    for (const fd of cgroupFds) closeSync(fd);
-    if (options.harnessData) {
-      const harnessPipe = child.stdio[4 + cgroupFds.length] as Writable | null | undefined;
-      harnessPipe?.on('error', () => {});
-      harnessPipe?.end(options.harnessData);
     }
     const stdout = new CappedBuffer(options.limits.outputBytes);
     const stderr = new CappedBuffer(options.limits.outputBytes);
@@ -153,45 +209,10 @@ export function execute(
       killTree(child);
     };
     const onLine = (line: string) => {
-      if (line.startsWith(`${nonce} `)) {
-        const rest = line.slice(nonce.length + 1);
-        const [tag, first, second, ...words] = rest.split(' ');
-        const third = Number(words[0]);
-        if (tag === 'T') {
-          const status = second as TestOutcome['status'];
-          outcome.tests.push({ index: Number(first), status, message: words.join(' ') });
-        } else if (tag === 'N') {
-          outcome.total = Number(first);
-        } else if (tag === 'S') {
-          outcome.summary = {
-            passed: Number(first),
-            total: Number(second),
-            assertions: Number.isInteger(third) ? third : 0,
-          };
-        } else if (tag === 'E') {
-          outcome.loadFailure = {
-            phase: first === 'setup' ? 'setup' : 'load',
-            kind: second ?? 'error',
-            message: words.join(' '),
-          };
-        }
-        if (tag === 'E') {
-          // The program cannot run: give the process a moment to exit, then end it. After the
-          // summary (`S`) the program must end on its own within the wall-clock limit.
-          graceTimer = setTimeout(() => killTree(child), 500);
-        }
-        return;
-      }
-      if (line.startsWith('V ')) {
-        const [, kind, ...detail] = line.split(' ');
-        outcome.violations.push({
-          kind: VIOLATION_KINDS.has(kind as ViolationKind) ? (kind as ViolationKind) : 'tamper',
-          detail: detail.join(' ').slice(0, 300),
-        });
-        return;
-      }
-      if (line.length > 0) {
-        outcome.violations.push({ kind: 'tamper', detail: 'forged harness message' });
+      if (recordLine(line, nonce, outcome) === 'E') {
+        // The program cannot run: give the process a moment to exit, then end it. After the
+        // summary (`S`) the program must end on its own within the wall-clock limit.
+        graceTimer ??= setTimeout(() => killTree(child), 500);
       }
     };
     child.stdio[3]?.on('data', (chunk: Buffer) => {
