@@ -54,6 +54,8 @@ export type GrpoResult = {
   timeMs: number;
   /** Why the loop ended. */
   stoppedBecause: 'steps' | 'time-budget';
+  /** The rollout engine @rlvr/rollout chose for the model (`sampler.engine`). */
+  engine: string;
 };
 
 const mean = (values: readonly number[]) =>
@@ -232,6 +234,7 @@ export async function runGrpo(options: {
       skippedUpdates,
       timeMs: performance.now() - started,
       stoppedBecause,
+      engine: sampler.engine,
     };
   } finally {
     diagnostics.summary();

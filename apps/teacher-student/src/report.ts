@@ -25,6 +25,8 @@ export type Report = {
     cores: number;
     trainingBackend: string;
     rolloutExecutionProvider: string;
+    /** The @rlvr/rollout engine the samplers chose for the teacher and the student. */
+    rolloutEngines: { teacher: string; student: string };
   };
   task: { description: string; vocabSize: number; trainPrompts: number; evalPrompts: number };
   models: {
@@ -129,6 +131,10 @@ export function buildReport(input: {
       cores: availableParallelism(),
       trainingBackend: `tfjs-${input.runtime.backend.name} (${input.runtime.backend.module})`,
       rolloutExecutionProvider: input.config.device === 'cuda' ? 'cuda' : 'cpu',
+      rolloutEngines: {
+        teacher: input.grpoTeacher.engine ?? 'unknown',
+        student: input.grpoStudent.engine ?? 'unknown',
+      },
     },
     task: {
       description:
