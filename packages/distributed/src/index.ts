@@ -1,0 +1,23 @@
+export { QueueJobFailedError } from './errors/queue-job-failed-error.js';
+export {
+  QueueUnavailableError,
+  type QueueUnavailableReason,
+} from './errors/queue-unavailable-error.js';
+export {
+  DEFAULT_ROLLOUT_QUEUE,
+  type JobSampling,
+  jobSeed,
+  type PolicyPointer,
+  policyKey,
+  type RolloutJobData,
+  rolloutJobId,
+} from './protocol.js';
+export { checkRedis, connectRedis, DEFAULT_REDIS_URL } from './redis/connection.js';
+export {
+  createQueueSampler,
+  type QueueSampler,
+  type QueueSamplerOptions,
+} from './sampler/queue-sampler.js';
+export { createPerJobSampler, runRolloutJob } from './sampler/run-job.js';
+export { VERSION } from './version.js';
+export { createLocalWeightStore, sha256, type WeightStore } from './weights/weight-store.js';

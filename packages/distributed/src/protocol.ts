@@ -1,0 +1,83 @@
+import { createRng, InvalidArgumentError, type Prompt, type SampleRequest } from '@rlvr/core';
+
+/** Default BullMQ queue of rollout jobs. */
+export const DEFAULT_ROLLOUT_QUEUE = 'rlvr-rollout';
+
+/** The sampling fields of a request a worker applies (everything but prompts, n and seed). */
+export type JobSampling = Omit<SampleRequest, 'prompts' | 'n' | 'seed'>;
+
+/** What one rollout job carries: one completion of one prompt under one policy version. */
+export type RolloutJobData = {
+  /** The policy version (trainer step) whose weights sample this job. */
+  policyVersion: number;
+  /** sha256 of the version's safetensors in the weight store; `null`: the worker's base checkpoint. */
+  weights: string | null;
+  prompt: Prompt;
+  promptIndex: number;
+  sampleIndex: number;
+  /** The job's own seed, {@link jobSeed} of the request seed and the indices. */
+  seed: number;
+  sampling: JobSampling;
+};
+
+/** The Redis key holding the current policy version of a queue (JSON {@link PolicyPointer}). */
+export function policyKey(queue: string): string {
+  return `rlvr:${queue}:policy`;
+}
+
+/** The current policy: its version and where its weights are. */
+export type PolicyPointer = { version: number; weights: string | null; updatedAt: string };
+
+/**
+ * The seed of the job sampling completion `sampleIndex` of prompt `promptIndex` for a request with
+ * `seed`: deterministic, so a retried job (another worker, after a crash) samples the same tokens,
+ * and {@link createPerJobSampler} reproduces a queue run in one process.
+ */
+export function jobSeed(seed: number, promptIndex: number, sampleIndex: number): number {
+  return createRng(seed)
+    .derive(`job-${promptIndex}`)
+    .derive(sampleIndex)
+    .nextInt(2 ** 32);
+}
+
+/**
+ * The BullMQ id of a job: `v{policyVersion}-{requestId}-{promptIndex}-{sampleIndex}` (BullMQ
+ * forbids `:` in custom ids). The same request under the same weights gives the same ids, so a
+ * repeated `sample()` (a retry after a crash) finds its jobs instead of adding new ones.
+ */
+export function rolloutJobId(
+  policyVersion: number,
+  requestId: string,
+  promptIndex: number,
+  sampleIndex: number,
+): string {
+  return `v${policyVersion}-${requestId}-${promptIndex}-${sampleIndex}`;
+}
+
+const QUEUE_NAME = /^[A-Za-z0-9_-]{1,100}$/;
+
+/** Checks a queue name (letters, digits, `_` and `-`: no `:`, which BullMQ uses in its keys). */
+export function validateQueueName(value: unknown, parameter: string, functionName: string): string {
+  if (typeof value !== 'string' || !QUEUE_NAME.test(value)) {
+    throw new InvalidArgumentError({
+      parameter,
+      functionName,
+      value,
+      expected: 'a queue name of 1-100 letters, digits, "_" or "-"',
+    });
+  }
+  return value;
+}
+
+/** Checks a Redis URL (`redis://` or `rediss://`). */
+export function validateRedisUrl(value: unknown, parameter: string, functionName: string): string {
+  if (typeof value !== 'string' || !/^rediss?:\/\/./.test(value)) {
+    throw new InvalidArgumentError({
+      parameter,
+      functionName,
+      value,
+      expected: 'a Redis URL such as "redis://127.0.0.1:6379"',
+    });
+  }
+  return value;
+}

@@ -1,0 +1,310 @@
+import {
+  AbortedError,
+  type Completion,
+  ErrorCode,
+  hashString,
+  InvalidArgumentError,
+  RlvrError,
+  type Sampler,
+  stableStringify,
+  validateInteger,
+  validateOptions,
+  type WeightSnapshot,
+} from '@rlvr/core';
+import { encodeSafetensors } from '@rlvr/model';
+import { type Job, Queue, QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
+import { QueueUnavailableError } from '../errors/queue-unavailable-error.js';
+import {
+  DEFAULT_ROLLOUT_QUEUE,
+  jobSeed,
+  type PolicyPointer,
+  policyKey,
+  type RolloutJobData,
+  rolloutJobId,
+  validateQueueName,
+  validateRedisUrl,
+} from '../protocol.js';
+import { connectRedis, KEEP_COMPLETED, KEEP_FAILED, redactUrl } from '../redis/connection.js';
+import { createLocalWeightStore, type WeightStore } from '../weights/weight-store.js';
+import { validateSampleCall } from './validate-request.js';
+
+const FUNCTION = 'createQueueSampler';
+
+/** Options of {@link createQueueSampler}. */
+export type QueueSamplerOptions = {
+  /** Redis URL, e.g. `redis://127.0.0.1:6379` (the server needs `maxmemory-policy noeviction`). */
+  redis: string;
+  /** BullMQ queue name the rollout workers listen on. Default `'rlvr-rollout'`. */
+  queue?: string;
+  /**
+   * Where updated weights go, shared with the workers: a folder path or a {@link WeightStore}.
+   * Without it the sampler has no `updateWeights` (workers keep their base checkpoint).
+   */
+  weights?: string | WeightStore;
+  /** Model name for logs. Default `queue:<queue>`. */
+  modelId?: string;
+  /** Attempts per job before it lands in the failed set (a crashed or killed worker's job is retried). Default 3. */
+  attempts?: number;
+  /** Delay before a failed attempt is retried, in ms (exponential). Default 1000. */
+  backoffMs?: number;
+};
+
+const KNOWN = ['redis', 'queue', 'weights', 'modelId', 'attempts', 'backoffMs'];
+
+/** A {@link Sampler} backed by a BullMQ queue, with the current policy version. */
+export interface QueueSampler extends Sampler {
+  readonly queue: string;
+  /** The policy version jobs are sampled with (the step of the last `updateWeights`; 0 before). */
+  readonly policyVersion: number;
+  /** Stops listening and closes the Redis connections (queued jobs stay queued). */
+  close(): Promise<void>;
+}
+
+type Resolved = {
+  url: string;
+  queue: string;
+  store: WeightStore | undefined;
+  modelId: string;
+  attempts: number;
+  backoffMs: number;
+};
+
+function resolveOptions(options: QueueSamplerOptions): Resolved {
+  const raw = validateOptions<QueueSamplerOptions>(options, {
+    parameter: 'options',
+    functionName: FUNCTION,
+    known: KNOWN,
+  });
+  const url = validateRedisUrl(raw.redis, 'options.redis', FUNCTION);
+  const queue = validateQueueName(raw.queue ?? DEFAULT_ROLLOUT_QUEUE, 'options.queue', FUNCTION);
+  let store: WeightStore | undefined;
+  if (typeof raw.weights === 'string') store = createLocalWeightStore(raw.weights);
+  else if (raw.weights !== undefined) {
+    const candidate = raw.weights as WeightStore;
+    if (typeof candidate?.put !== 'function' || typeof candidate.get !== 'function') {
+      throw new InvalidArgumentError({
+        parameter: 'options.weights',
+        functionName: FUNCTION,
+        value: raw.weights,
+        expected: 'a folder path or a WeightStore (put/get)',
+      });
+    }
+    store = candidate;
+  }
+  if (raw.modelId !== undefined && typeof raw.modelId !== 'string') {
+    throw new InvalidArgumentError({
+      parameter: 'options.modelId',
+      functionName: FUNCTION,
+      value: raw.modelId,
+      expected: 'a string',
+    });
+  }
+  const attempts = validateInteger(raw.attempts ?? 3, {
+    parameter: 'options.attempts',
+    functionName: FUNCTION,
+    min: 1,
+    max: 100,
+  });
+  const backoffMs = validateInteger(raw.backoffMs ?? 1000, {
+    parameter: 'options.backoffMs',
+    functionName: FUNCTION,
+    min: 0,
+  });
+  return { url, queue, store, modelId: raw.modelId ?? `queue:${queue}`, attempts, backoffMs };
+}
+
+const NOT_STARTED = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * Removes the jobs that have not started; running ones finish and their results are ignored, and
+ * failed ones stay in the failed set (with their reason) for inspection.
+ */
+async function removeWaiting(jobs: readonly Job[]): Promise<void> {
+  await Promise.all(
+    jobs.map(async (job) => {
+      const state = await job.getState().catch(() => 'unknown');
+      if (NOT_STARTED.has(state)) await job.remove().catch(() => undefined);
+    }),
+  );
+}
+
+function parseReturn(value: unknown): Completion {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as Completion;
+}
+
+/**
+ * Creates a core {@link Sampler} whose completions are sampled by `rlvr-worker rollout` processes,
+ * anywhere that reaches the same Redis: one BullMQ job per (prompt, sample index), with an
+ * idempotent id `v{policyVersion}-{requestId}-{promptIndex}-{sampleIndex}` and a seed derived from
+ * the request seed and the indices ({@link jobSeed}), so a retried job samples the same tokens.
+ * `updateWeights` writes the weights as content-addressed safetensors to `options.weights` (a
+ * folder the workers share) and records the version in Redis: weights never go through Redis.
+ *
+ * Abort: an aborted `options.signal` rejects with `AbortedError`; the call's queued jobs are
+ * removed and results of running ones are ignored. A job that fails `attempts` times rejects the
+ * call with {@link QueueJobFailedError} (job id and the worker's reason).
+ *
+ * @example
+ * ```ts
+ * const sampler = await createQueueSampler({ redis: 'redis://10.0.0.5:6379', weights: '/shared/weights' });
+ * const grpo = await createGrpoTrainer({ model, sampler, dataset, rewards, config });
+ * ```
+ * @throws {InvalidArgumentError} for bad options; {@link QueueUnavailableError} when Redis is
+ * unreachable or its `maxmemory-policy` is not `noeviction`.
+ */
+export async function createQueueSampler(options: QueueSamplerOptions): Promise<QueueSampler> {
+  const resolved = resolveOptions(options);
+  const { url, queue: name, store } = resolved;
+  const producer = await connectRedis(url, 'producer');
+  let events: Redis;
+  try {
+    events = await connectRedis(url, 'worker');
+  } catch (error) {
+    producer.disconnect();
+    throw error;
+  }
+  const queue = new Queue<RolloutJobData, unknown>(name, { connection: producer });
+  const queueEvents = new QueueEvents(name, { connection: events });
+  queueEvents.setMaxListeners(0);
+  queue.setMaxListeners(0);
+  queue.on('error', () => undefined);
+  queueEvents.on('error', () => undefined);
+  await queueEvents.waitUntilReady();
+  let policy: PolicyPointer = { version: 0, weights: null, updatedAt: new Date().toISOString() };
+  let closed = false;
+
+  const assertOpen = (method: string) => {
+    if (closed) {
+      throw new QueueUnavailableError({
+        reason: 'closed',
+        url: redactUrl(url),
+        detail: `QueueSampler.${method}() was called after close()`,
+      });
+    }
+  };
+
+  const wait = async (job: Job<RolloutJobData>, signal?: AbortSignal): Promise<Completion> => {
+    try {
+      return parseReturn(await job.waitUntilFinished(queueEvents));
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new QueueJobFailedError({
+        queue: name,
+        jobId: job.id!,
+        failedReason: reason,
+        cause: error,
+      });
+    }
+  };
+
+  const sampler: QueueSampler = {
+    specificationVersion: 'v1',
+    modelId: resolved.modelId,
+    queue: name,
+    get policyVersion() {
+      return policy.version;
+    },
+    async sample(request, callOptions) {
+      const call = validateSampleCall(request, callOptions, 'QueueSampler.sample');
+      assertOpen('sample');
+      const { prompts, n, seed, sampling, signal } = call;
+      const current = policy;
+      const requestId = hashString(
+        stableStringify({ prompts, n, seed, sampling, weights: current.weights }),
+      );
+      const bulk = prompts.flatMap((prompt, promptIndex) =>
+        Array.from({ length: n }, (_, sampleIndex) => ({
+          name: 'sample',
+          data: {
+            policyVersion: current.version,
+            weights: current.weights,
+            prompt,
+            promptIndex,
+            sampleIndex,
+            seed: jobSeed(seed, promptIndex, sampleIndex),
+            sampling,
+          } satisfies RolloutJobData,
+          opts: {
+            jobId: rolloutJobId(current.version, requestId, promptIndex, sampleIndex),
+            attempts: resolved.attempts,
+            backoff: { type: 'exponential', delay: resolved.backoffMs },
+            removeOnComplete: KEEP_COMPLETED,
+            removeOnFail: KEEP_FAILED,
+          },
+        })),
+      );
+      const jobs = await queue.addBulk(bulk);
+      let onAbort: (() => void) | undefined;
+      const aborted = new Promise<never>((_, reject) => {
+        onAbort = () =>
+          reject(new AbortedError({ operation: 'QueueSampler.sample()', cause: signal?.reason }));
+        if (signal?.aborted) onAbort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+      aborted.catch(() => undefined);
+      try {
+        const completions = await Promise.race([
+          Promise.all(jobs.map((job) => wait(job, signal))),
+          aborted,
+        ]);
+        const groups: Completion[][] = prompts.map((_, p) => completions.slice(p * n, (p + 1) * n));
+        return groups;
+      } catch (error) {
+        await removeWaiting(jobs);
+        throw error;
+      } finally {
+        if (onAbort) signal?.removeEventListener('abort', onAbort);
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await queueEvents.close().catch(() => undefined);
+      await queue.close().catch(() => undefined);
+      producer.disconnect();
+      events.disconnect();
+    },
+  };
+  if (store) {
+    sampler.updateWeights = async (snapshot: WeightSnapshot) => {
+      const functionName = 'QueueSampler.updateWeights';
+      const raw = validateOptions<WeightSnapshot>(snapshot, {
+        parameter: 'snapshot',
+        functionName,
+        known: ['step', 'tensors'],
+      });
+      const step = validateInteger(raw.step, { parameter: 'snapshot.step', functionName, min: 0 });
+      if (!Array.isArray(raw.tensors) || raw.tensors.length === 0) {
+        throw new InvalidArgumentError({
+          parameter: 'snapshot.tensors',
+          functionName,
+          value: raw.tensors,
+          expected: 'a non-empty array of named tensors',
+        });
+      }
+      assertOpen('updateWeights');
+      const digest = await store.put(encodeSafetensors(raw.tensors));
+      const next: PolicyPointer = {
+        version: step,
+        weights: digest,
+        updatedAt: new Date().toISOString(),
+      };
+      try {
+        await producer.set(policyKey(name), JSON.stringify(next));
+      } catch (error) {
+        throw new RlvrError(
+          ErrorCode.UNAVAILABLE,
+          `${functionName}(): Redis did not take the new policy version`,
+          {
+            cause: error,
+          },
+        );
+      }
+      policy = next;
+    };
+  }
+  return sampler;
+}
