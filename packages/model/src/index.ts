@@ -14,6 +14,12 @@ export {
   SUPPORTED_MODEL_TYPES,
 } from './config/llama-config.js';
 export { ModelLoadError } from './errors/model-load-error.js';
+export type { ExportGgufOptions, GgufDtype, WriteGgufOptions } from './gguf/export-gguf.js';
+export { exportGguf, writeGgufModel } from './gguf/export-gguf.js';
+export type { GgmlTypeName, GgufValueTypeId } from './gguf/gguf-format.js';
+export { GgmlType, GgufTokenType, GgufValueType } from './gguf/gguf-format.js';
+export type { GgufFile, GgufTensorInfo, GgufValue } from './gguf/gguf-reader.js';
+export { parseGguf, readGguf } from './gguf/gguf-reader.js';
 export type { ExportOnnxOptions } from './onnx/export-onnx.js';
 export {
   exportOnnx,
