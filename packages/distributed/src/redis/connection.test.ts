@@ -56,4 +56,39 @@ describe('connectRedis', () => {
     expect((error as Error).message).toContain("'allkeys-lru'");
     expect((error as Error).message).toContain('noeviction');
   });
+
+  it('a sample() waiting on a Redis that goes away rejects with QueueUnavailableError instead of hanging', async () => {
+    const port = EVICTING_PORT + 1;
+    const server = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--maxmemory-policy',
+        'noeviction',
+      ],
+      { stdio: 'ignore' },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const sampler = await createQueueSampler({ redis: `redis://127.0.0.1:${port}` });
+    try {
+      const pending = sampler.sample({ prompts: ['1'], n: 2, maxNewTokens: 2, seed: 1 });
+      pending.catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // jobs queued, no worker
+      server.kill('SIGKILL'); // a crash: the (unpersisted) jobs are gone
+      const error = await pending.catch((e: unknown) => e);
+      expect(QueueUnavailableError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ reason: 'unreachable' });
+      await expect(sampler.sample({ prompts: ['1'], n: 1, maxNewTokens: 2 })).rejects.toSatisfy(
+        (e) => QueueUnavailableError.isInstance(e),
+      );
+    } finally {
+      await sampler.close();
+      server.kill('SIGKILL');
+    }
+  });
 });

@@ -1,5 +1,4 @@
 import {
-  AbortedError,
   type Completion,
   ErrorCode,
   hashString,
@@ -12,10 +11,6 @@ import {
   type WeightSnapshot,
 } from '@rlvr/core';
 import { encodeSafetensors } from '@rlvr/model';
-import { type Job, Queue, QueueEvents } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
-import { QueueUnavailableError } from '../errors/queue-unavailable-error.js';
 import {
   DEFAULT_ROLLOUT_QUEUE,
   jobSeed,
@@ -26,7 +21,7 @@ import {
   validateQueueName,
   validateRedisUrl,
 } from '../protocol.js';
-import { connectRedis, KEEP_COMPLETED, KEEP_FAILED, redactUrl } from '../redis/connection.js';
+import { JobClient } from '../queue/job-client.js';
 import { createLocalWeightStore, type WeightStore } from '../weights/weight-store.js';
 import { validateSampleCall } from './validate-request.js';
 
@@ -115,25 +110,6 @@ function resolveOptions(options: QueueSamplerOptions): Resolved {
   return { url, queue, store, modelId: raw.modelId ?? `queue:${queue}`, attempts, backoffMs };
 }
 
-const NOT_STARTED = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children']);
-
-/**
- * Removes the jobs that have not started; running ones finish and their results are ignored, and
- * failed ones stay in the failed set (with their reason) for inspection.
- */
-async function removeWaiting(jobs: readonly Job[]): Promise<void> {
-  await Promise.all(
-    jobs.map(async (job) => {
-      const state = await job.getState().catch(() => 'unknown');
-      if (NOT_STARTED.has(state)) await job.remove().catch(() => undefined);
-    }),
-  );
-}
-
-function parseReturn(value: unknown): Completion {
-  return (typeof value === 'string' ? JSON.parse(value) : value) as Completion;
-}
-
 /**
  * Creates a core {@link Sampler} whose completions are sampled by `rlvr-worker rollout` processes,
  * anywhere that reaches the same Redis: one BullMQ job per (prompt, sample index), with an
@@ -157,48 +133,8 @@ function parseReturn(value: unknown): Completion {
 export async function createQueueSampler(options: QueueSamplerOptions): Promise<QueueSampler> {
   const resolved = resolveOptions(options);
   const { url, queue: name, store } = resolved;
-  const producer = await connectRedis(url, 'producer');
-  let events: Redis;
-  try {
-    events = await connectRedis(url, 'worker');
-  } catch (error) {
-    producer.disconnect();
-    throw error;
-  }
-  const queue = new Queue<RolloutJobData, unknown>(name, { connection: producer });
-  const queueEvents = new QueueEvents(name, { connection: events });
-  queueEvents.setMaxListeners(0);
-  queue.setMaxListeners(0);
-  queue.on('error', () => undefined);
-  queueEvents.on('error', () => undefined);
-  await queueEvents.waitUntilReady();
+  const client = await JobClient.open<RolloutJobData, Completion>(url, name, resolved);
   let policy: PolicyPointer = { version: 0, weights: null, updatedAt: new Date().toISOString() };
-  let closed = false;
-
-  const assertOpen = (method: string) => {
-    if (closed) {
-      throw new QueueUnavailableError({
-        reason: 'closed',
-        url: redactUrl(url),
-        detail: `QueueSampler.${method}() was called after close()`,
-      });
-    }
-  };
-
-  const wait = async (job: Job<RolloutJobData>, signal?: AbortSignal): Promise<Completion> => {
-    try {
-      return parseReturn(await job.waitUntilFinished(queueEvents));
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new QueueJobFailedError({
-        queue: name,
-        jobId: job.id!,
-        failedReason: reason,
-        cause: error,
-      });
-    }
-  };
 
   const sampler: QueueSampler = {
     specificationVersion: 'v1',
@@ -208,16 +144,17 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
       return policy.version;
     },
     async sample(request, callOptions) {
+      const operation = 'QueueSampler.sample()';
       const call = validateSampleCall(request, callOptions, 'QueueSampler.sample');
-      assertOpen('sample');
+      client.assertOpen(operation);
       const { prompts, n, seed, sampling, signal } = call;
       const current = policy;
       const requestId = hashString(
         stableStringify({ prompts, n, seed, sampling, weights: current.weights }),
       );
-      const bulk = prompts.flatMap((prompt, promptIndex) =>
+      const specs = prompts.flatMap((prompt, promptIndex) =>
         Array.from({ length: n }, (_, sampleIndex) => ({
-          name: 'sample',
+          id: rolloutJobId(current.version, requestId, promptIndex, sampleIndex),
           data: {
             policyVersion: current.version,
             weights: current.weights,
@@ -226,47 +163,13 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
             sampleIndex,
             seed: jobSeed(seed, promptIndex, sampleIndex),
             sampling,
-          } satisfies RolloutJobData,
-          opts: {
-            jobId: rolloutJobId(current.version, requestId, promptIndex, sampleIndex),
-            attempts: resolved.attempts,
-            backoff: { type: 'exponential', delay: resolved.backoffMs },
-            removeOnComplete: KEEP_COMPLETED,
-            removeOnFail: KEEP_FAILED,
           },
         })),
       );
-      const jobs = await queue.addBulk(bulk);
-      let onAbort: (() => void) | undefined;
-      const aborted = new Promise<never>((_, reject) => {
-        onAbort = () =>
-          reject(new AbortedError({ operation: 'QueueSampler.sample()', cause: signal?.reason }));
-        if (signal?.aborted) onAbort();
-        signal?.addEventListener('abort', onAbort, { once: true });
-      });
-      aborted.catch(() => undefined);
-      try {
-        const completions = await Promise.race([
-          Promise.all(jobs.map((job) => wait(job, signal))),
-          aborted,
-        ]);
-        const groups: Completion[][] = prompts.map((_, p) => completions.slice(p * n, (p + 1) * n));
-        return groups;
-      } catch (error) {
-        await removeWaiting(jobs);
-        throw error;
-      } finally {
-        if (onAbort) signal?.removeEventListener('abort', onAbort);
-      }
+      const completions = await client.run(specs, signal, operation);
+      return prompts.map((_, p) => completions.slice(p * n, (p + 1) * n));
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      await queueEvents.close().catch(() => undefined);
-      await queue.close().catch(() => undefined);
-      producer.disconnect();
-      events.disconnect();
-    },
+    close: () => client.close(),
   };
   if (store) {
     sampler.updateWeights = async (snapshot: WeightSnapshot) => {
@@ -285,7 +188,7 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
           expected: 'a non-empty array of named tensors',
         });
       }
-      assertOpen('updateWeights');
+      client.assertOpen(`${functionName}()`);
       const digest = await store.put(encodeSafetensors(raw.tensors));
       const next: PolicyPointer = {
         version: step,
@@ -293,7 +196,7 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
         updatedAt: new Date().toISOString(),
       };
       try {
-        await producer.set(policyKey(name), JSON.stringify(next));
+        await client.producer.set(policyKey(name), JSON.stringify(next));
       } catch (error) {
         throw new RlvrError(
           ErrorCode.UNAVAILABLE,
