@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '@rlvr/core';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
-import { createTokenizer } from '../tokenizer/tokenizer.js';
+import { createTokenizer, type Tokenizer } from '../tokenizer/tokenizer.js';
 import type { GgufEntry } from './gguf-encode.js';
 import { GgufTokenType, GgufValueType } from './gguf-format.js';
 
@@ -73,38 +73,14 @@ function eosIds(checkpoint: Checkpoint, tokenizerEos: number | undefined): numbe
   return ids;
 }
 
-/**
- * The `tokenizer.*` metadata of a checkpoint's tokenizer as a `gpt2` (byte-level BPE) vocabulary
- * of exactly `vocab_size` distinct tokens: byte-level token text, special tokens as CONTROL (their
- * text as is), ids the tokenizer leaves unused as `[PAD<id>]` (UNUSED); merges from a byte-level
- * BPE tokenizer, or merges that rebuild multi-byte characters for a character tokenizer; bos / eos
- * / unk / pad ids, a second EOS id as `eot_token_id`, and the chat template. @internal
- */
-export function tokenizerMetadata(
-  checkpoint: Checkpoint,
+/** Token text and type of every id below `vocabSize` (see {@link tokenizerMetadata}). */
+function vocabulary(
+  tokenizer: Tokenizer,
+  json: Record<string, unknown>,
+  byteLevel: boolean,
+  vocabSize: number,
   functionName: string,
-): [string, GgufEntry][] {
-  const files = checkpoint.tokenizer;
-  if (!files) {
-    throw new InvalidArgumentError({
-      parameter: 'checkpoint.tokenizer',
-      functionName,
-      value: undefined,
-      expected: 'a tokenizer (a GGUF file carries its vocabulary; see buildCharTokenizer)',
-    });
-  }
-  const tokenizer = createTokenizer(files);
-  const vocabSize = checkpoint.config.vocab_size;
-  if (tokenizer.vocabSize > vocabSize) {
-    throw new InvalidArgumentError({
-      parameter: 'checkpoint.tokenizer',
-      functionName,
-      value: tokenizer.vocabSize,
-      expected: `a tokenizer with at most config.vocab_size (${vocabSize}) tokens`,
-    });
-  }
-  const json = files.json as Record<string, unknown>;
-  const byteLevel = isByteLevel(json);
+): { tokens: string[]; types: number[] } {
   const added = new Map<number, { special: boolean }>();
   for (const item of (json.added_tokens ?? []) as { id?: unknown; special?: unknown }[]) {
     if (typeof item?.id === 'number') added.set(item.id, { special: item.special === true });
@@ -139,6 +115,42 @@ export function tokenizerMetadata(
     tokens.push(token);
     types.push(type);
   }
+  return { tokens, types };
+}
+
+/**
+ * The `tokenizer.*` metadata of a checkpoint's tokenizer as a `gpt2` (byte-level BPE) vocabulary
+ * of exactly `vocab_size` distinct tokens: byte-level token text, special tokens as CONTROL (their
+ * text as is), ids the tokenizer leaves unused as `[PAD<id>]` (UNUSED); merges from a byte-level
+ * BPE tokenizer, or merges that rebuild multi-byte characters for a character tokenizer; bos / eos
+ * / unk / pad ids, a second EOS id as `eot_token_id`, and the chat template. @internal
+ */
+export function tokenizerMetadata(
+  checkpoint: Checkpoint,
+  functionName: string,
+): [string, GgufEntry][] {
+  const files = checkpoint.tokenizer;
+  if (!files) {
+    throw new InvalidArgumentError({
+      parameter: 'checkpoint.tokenizer',
+      functionName,
+      value: undefined,
+      expected: 'a tokenizer (a GGUF file carries its vocabulary; see buildCharTokenizer)',
+    });
+  }
+  const tokenizer = createTokenizer(files);
+  const vocabSize = checkpoint.config.vocab_size;
+  if (tokenizer.vocabSize > vocabSize) {
+    throw new InvalidArgumentError({
+      parameter: 'checkpoint.tokenizer',
+      functionName,
+      value: tokenizer.vocabSize,
+      expected: `a tokenizer with at most config.vocab_size (${vocabSize}) tokens`,
+    });
+  }
+  const json = files.json as Record<string, unknown>;
+  const byteLevel = isByteLevel(json);
+  const { tokens, types } = vocabulary(tokenizer, json, byteLevel, vocabSize, functionName);
   const merges = byteLevel ? byteLevelMerges(json) : characterMerges(tokens, types);
   const eos = eosIds(checkpoint, tokenizer.eosTokenId);
   const addsBos =
