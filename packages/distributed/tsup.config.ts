@@ -21,7 +21,11 @@ export default defineConfig([
   },
   {
     // the worker CLI and its BullMQ sandboxed processor (forked per job slot): ESM only
-    entry: { cli: 'src/cli.ts', 'rollout-processor': 'src/worker/rollout-processor.ts' },
+    entry: {
+      cli: 'src/cli.ts',
+      'rollout-processor': 'src/worker/rollout-processor.ts',
+      'verify-processor': 'src/worker/verify-processor.ts',
+    },
     format: ['esm'],
     sourcemap: true,
     target: 'node20',

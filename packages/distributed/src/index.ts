@@ -5,14 +5,23 @@ export {
 } from './errors/queue-unavailable-error.js';
 export {
   DEFAULT_ROLLOUT_QUEUE,
+  DEFAULT_VERIFY_QUEUE,
   type JobSampling,
   jobSeed,
   type PolicyPointer,
   policyKey,
   type RolloutJobData,
   rolloutJobId,
+  type VerifyJobData,
+  type VerifyJobResult,
+  verifyJobId,
 } from './protocol.js';
 export { checkRedis, connectRedis, DEFAULT_REDIS_URL } from './redis/connection.js';
+export {
+  createQueueReward,
+  type QueueReward,
+  type QueueRewardOptions,
+} from './reward/queue-reward.js';
 export {
   createQueueSampler,
   type QueueSampler,

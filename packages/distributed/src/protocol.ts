@@ -1,4 +1,10 @@
-import { createRng, InvalidArgumentError, type Prompt, type SampleRequest } from '@rlvr/core';
+import {
+  createRng,
+  InvalidArgumentError,
+  type Prompt,
+  type RewardInput,
+  type SampleRequest,
+} from '@rlvr/core';
 
 /** Default BullMQ queue of rollout jobs. */
 export const DEFAULT_ROLLOUT_QUEUE = 'rlvr-rollout';
@@ -80,4 +86,18 @@ export function validateRedisUrl(value: unknown, parameter: string, functionName
     });
   }
   return value;
+}
+
+/** Default BullMQ queue of verifier (reward) jobs. */
+export const DEFAULT_VERIFY_QUEUE = 'rlvr-verify';
+
+/** What one verifier job carries: the reward's name on the worker and what it scores. */
+export type VerifyJobData = { reward: string; input: RewardInput };
+
+/** What a verifier job returns. */
+export type VerifyJobResult = { value: number | null };
+
+/** The BullMQ id of a verifier job: `r-{reward}-{hash of the input}` (same input → same job). */
+export function verifyJobId(reward: string, inputHash: string): string {
+  return `r-${reward}-${inputHash}`;
 }

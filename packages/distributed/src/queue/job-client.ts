@@ -172,9 +172,15 @@ export class JobClient<Data, Result> {
     if (this.#closed) return;
     this.#closed = true;
     this.#failPending('the client was closed while jobs were pending');
-    await this.#queueEvents.close().catch(() => undefined);
-    await this.#queue.close().catch(() => undefined);
+    // BullMQ's close waits for Redis; with Redis gone it would wait for ever: bound it
+    const bounded = (promise: Promise<unknown>) =>
+      Promise.race([
+        promise.catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, 2_000).unref()),
+      ]);
     this.producer.disconnect();
     this.#events.disconnect();
+    await bounded(this.#queueEvents.close());
+    await bounded(this.#queue.close());
   }
 }

@@ -1,9 +1,32 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueUnavailableError } from '../errors/queue-unavailable-error.js';
 import { createQueueSampler } from '../sampler/queue-sampler.js';
-import { REDIS_URL } from '../testing/test-env.js';
+import { freshQueue, REDIS_URL } from '../testing/test-env.js';
 import { connectRedis } from './connection.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until a freshly spawned redis-server answers. */
+async function untilUp(port: number): Promise<void> {
+  for (let tries = 0; tries < 200; tries++) {
+    const client = new Redis(port, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    client.on('error', () => undefined);
+    const up = await client.connect().then(
+      () => true,
+      () => false,
+    );
+    client.disconnect();
+    if (up) return;
+    await sleep(25);
+  }
+  throw new Error(`redis-server on port ${port} did not start`);
+}
 
 // A second, throw-away Redis whose eviction policy would drop queued jobs.
 const EVICTING_PORT = 20_000 + (process.pid % 10_000);
@@ -23,7 +46,7 @@ beforeAll(async () => {
     ],
     { stdio: 'ignore' },
   );
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await untilUp(EVICTING_PORT);
 });
 afterAll(() => {
   evicting.kill('SIGKILL');
@@ -73,12 +96,16 @@ describe('connectRedis', () => {
       ],
       { stdio: 'ignore' },
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const sampler = await createQueueSampler({ redis: `redis://127.0.0.1:${port}` });
+    await untilUp(port);
+    const queue = freshQueue('gone');
+    const sampler = await createQueueSampler({ redis: `redis://127.0.0.1:${port}`, queue });
+    const probe = new Redis(port, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined);
     try {
       const pending = sampler.sample({ prompts: ['1'], n: 2, maxNewTokens: 2, seed: 1 });
       pending.catch(() => undefined);
-      await new Promise((resolve) => setTimeout(resolve, 200)); // jobs queued, no worker
+      // until both jobs are queued (there is no worker)
+      while ((await probe.llen(`bull:${queue}:wait`)) < 2) await sleep(20);
       server.kill('SIGKILL'); // a crash: the (unpersisted) jobs are gone
       const error = await pending.catch((e: unknown) => e);
       expect(QueueUnavailableError.isInstance(error)).toBe(true);
@@ -87,6 +114,7 @@ describe('connectRedis', () => {
         (e) => QueueUnavailableError.isInstance(e),
       );
     } finally {
+      probe.disconnect();
       await sampler.close();
       server.kill('SIGKILL');
     }

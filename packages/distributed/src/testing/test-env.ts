@@ -49,9 +49,13 @@ const CLI = fileURLToPath(new URL('../cli.ts', import.meta.url));
 /** A `rlvr-worker rollout` process (run from the sources through tsx). */
 export type WorkerProcess = { child: ChildProcess; output: () => string; stop(): Promise<void> };
 
-/** Spawns `rlvr-worker rollout ...args` and waits until it is ready. */
-export async function spawnWorker(args: string[], timeoutMs = 30_000): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'rollout', ...args], {
+/** Spawns `rlvr-worker <command> ...args` and waits until it is ready. */
+export async function spawnWorker(
+  args: string[],
+  command: 'rollout' | 'verify' = 'rollout',
+  timeoutMs = 30_000,
+): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, command, ...args], {
     cwd: join(fileURLToPath(new URL('.', import.meta.url)), '..', '..'),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: kill the worker and its sandboxed children together

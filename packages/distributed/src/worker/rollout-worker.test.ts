@@ -49,6 +49,17 @@ async function start(queue: string, ...extra: string[]): Promise<WorkerProcess> 
   return worker;
 }
 
+let shared: Promise<string> | undefined;
+/** A queue served by two worker processes, shared by the tests that do not kill workers. */
+function sharedQueue(): Promise<string> {
+  shared ??= (async () => {
+    const queue = freshQueue('shared');
+    await Promise.all([start(queue), start(queue)]);
+    return queue;
+  })();
+  return shared;
+}
+
 const REQUEST = {
   prompts: ['1+2=', '3+4=', '5+5='],
   n: 4,
@@ -59,8 +70,7 @@ const REQUEST = {
 
 describe('rlvr-worker rollout', () => {
   it('two worker processes sample exactly what the same engine samples in-process, before and after a weight update', async () => {
-    const queue = freshQueue('parity');
-    await Promise.all([start(queue), start(queue)]);
+    const queue = await sharedQueue();
     const sampler = await createQueueSampler({ redis: REDIS_URL, queue, weights: weightsDir });
     const checkpoint = await loadCheckpoint(checkpointDir);
     const local = createPerJobSampler(await createOnnxSampler({ checkpoint, workers: 0 }));
@@ -119,8 +129,7 @@ describe('rlvr-worker rollout', () => {
   });
 
   it('a job the worker cannot sample (a token id outside the vocabulary) ends in the failed set with its reason, without retries', async () => {
-    const queue = freshQueue('bad');
-    await start(queue);
+    const queue = await sharedQueue();
     const sampler = await createQueueSampler({
       redis: REDIS_URL,
       queue,

@@ -3,4 +3,5 @@ export const WORKER_ENV = {
   checkpoint: 'RLVR_WORKER_CHECKPOINT',
   weights: 'RLVR_WORKER_WEIGHTS',
   threads: 'RLVR_WORKER_THREADS',
+  rewards: 'RLVR_WORKER_REWARDS',
 } as const;
