@@ -23,6 +23,19 @@ async function removeWaiting(jobs: readonly Job[]): Promise<void> {
   );
 }
 
+/**
+ * A job id that already sits in the failed set failed in an earlier call (a worker that was
+ * misconfigured then, a crash): this call is a new request for it, so it gets a new set of
+ * attempts instead of the old failure.
+ */
+async function retryEarlierFailures(jobs: readonly Job[]): Promise<void> {
+  await Promise.all(
+    jobs.map(async (job) => {
+      if ((await job.getState()) === 'failed') await job.retry('failed');
+    }),
+  );
+}
+
 function parseReturn<Result>(value: unknown): Result {
   return (typeof value === 'string' ? JSON.parse(value) : value) as Result;
 }
@@ -156,6 +169,7 @@ export class JobClient<Data, Result> {
         })) as never,
       ) as Promise<Job<Data>[]>;
       jobs = await Promise.race([added, stopped]);
+      await Promise.race([retryEarlierFailures(jobs), stopped]);
       if (signal?.aborted) onAbort();
       return await Promise.race([Promise.all(jobs.map((job) => this.#wait(job, signal))), stopped]);
     } catch (error) {

@@ -141,6 +141,31 @@ describe('createQueueSampler', () => {
     }
   });
 
+  it('a later call for a job id in the failed set runs it again (an earlier failure is not replayed)', async () => {
+    const queue = freshQueue('refail');
+    const sampler = await createQueueSampler({ redis: REDIS_URL, queue, attempts: 1 });
+    const processed: string[] = [];
+    const broken = echoWorker(queue, processed, 'misconfigured worker');
+    const request = { prompts: ['1'], n: 2, maxNewTokens: 2, seed: 4 };
+    try {
+      await expect(sampler.sample(request)).rejects.toSatisfy((error) =>
+        QueueJobFailedError.isInstance(error),
+      );
+      await broken.close();
+      const fixed = echoWorker(queue, processed);
+      try {
+        const groups = await sampler.sample(request); // same request, same job ids
+        expect(groups[0]).toHaveLength(2);
+        expect(groups[0]!.map((completion) => completion.finishReason)).toEqual(['stop', 'stop']);
+      } finally {
+        await fixed.close();
+      }
+    } finally {
+      await broken.close();
+      await sampler.close();
+    }
+  });
+
   it('updateWeights stores content-addressed safetensors and the version in Redis, never the weights', async () => {
     const queue = freshQueue('weights');
     const weights = join(root, 'weights');
