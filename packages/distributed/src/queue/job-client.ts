@@ -123,29 +123,37 @@ export class JobClient<Data, Result> {
     if (this.#closed) throw this.#unavailable('closed', `${operation} was called after close()`);
   }
 
-  async #wait(job: Job<Data>, signal: AbortSignal | undefined): Promise<Result> {
+  async #wait(
+    job: Job<Data>,
+    signal: AbortSignal | undefined,
+    onFailed: ((error: QueueJobFailedError) => Result) | undefined,
+  ): Promise<Result> {
     try {
       return parseReturn<Result>(await job.waitUntilFinished(this.#queueEvents));
     } catch (error) {
       if (signal?.aborted) throw error;
       const reason = error instanceof Error ? error.message : String(error);
-      throw new QueueJobFailedError({
+      const failed = new QueueJobFailedError({
         queue: this.name,
         jobId: job.id!,
         failedReason: reason,
         cause: error,
       });
+      if (onFailed) return onFailed(failed);
+      throw failed;
     }
   }
 
   /**
    * Adds `specs` (a job whose id exists already is not added again: its result is awaited) and
-   * resolves with their results in order.
+   * resolves with their results in order. A job that failed every attempt rejects the call with
+   * {@link QueueJobFailedError}, or, with `onFailed`, stands for `onFailed(error)`'s result.
    */
   async run(
     specs: readonly JobSpec<Data>[],
     signal: AbortSignal | undefined,
     operation: string,
+    onFailed?: (error: QueueJobFailedError) => Result,
   ): Promise<Result[]> {
     this.assertOpen(operation);
     let stop: ((error: unknown) => void) | undefined;
@@ -171,7 +179,10 @@ export class JobClient<Data, Result> {
       jobs = await Promise.race([added, stopped]);
       await Promise.race([retryEarlierFailures(jobs), stopped]);
       if (signal?.aborted) onAbort();
-      return await Promise.race([Promise.all(jobs.map((job) => this.#wait(job, signal))), stopped]);
+      return await Promise.race([
+        Promise.all(jobs.map((job) => this.#wait(job, signal, onFailed))),
+        stopped,
+      ]);
     } catch (error) {
       if (this.producer.status === 'ready') await removeWaiting(jobs);
       throw error;

@@ -7,10 +7,12 @@ import {
   type Sampler,
   stableStringify,
   validateInteger,
+  validateOneOf,
   validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
 import { encodeSafetensors } from '@rlvr/model';
+import type { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
 import {
   DEFAULT_ROLLOUT_QUEUE,
   jobSeed,
@@ -44,9 +46,28 @@ export type QueueSamplerOptions = {
   attempts?: number;
   /** Delay before a failed attempt is retried, in ms (exponential). Default 1000. */
   backoffMs?: number;
+  /**
+   * What a job that failed every attempt does to its `sample()` call. `'reject'` (default): the
+   * call rejects with {@link QueueJobFailedError}. `'abort-group'`: the call resolves, and the
+   * failed completion has `finishReason: 'abort'`, so its group is *aborted* (core's contract):
+   * GrpoTrainer skips that prompt and counts it (`skipped/aborted_groups`), the rest of the step
+   * trains. Every failure is reported to `onJobFailed`.
+   */
+  failedJobs?: 'reject' | 'abort-group';
+  /** Called with each job that failed every attempt (job id, the worker's reason). */
+  onJobFailed?: (error: QueueJobFailedError) => void;
 };
 
-const KNOWN = ['redis', 'queue', 'weights', 'modelId', 'attempts', 'backoffMs'];
+const KNOWN = [
+  'redis',
+  'queue',
+  'weights',
+  'modelId',
+  'attempts',
+  'backoffMs',
+  'failedJobs',
+  'onJobFailed',
+];
 
 /** A {@link Sampler} backed by a BullMQ queue, with the current policy version. */
 export interface QueueSampler extends Sampler {
@@ -64,6 +85,8 @@ type Resolved = {
   modelId: string;
   attempts: number;
   backoffMs: number;
+  failedJobs: 'reject' | 'abort-group';
+  onJobFailed: ((error: QueueJobFailedError) => void) | undefined;
 };
 
 function resolveOptions(options: QueueSamplerOptions): Resolved {
@@ -107,7 +130,28 @@ function resolveOptions(options: QueueSamplerOptions): Resolved {
     functionName: FUNCTION,
     min: 0,
   });
-  return { url, queue, store, modelId: raw.modelId ?? `queue:${queue}`, attempts, backoffMs };
+  const failedJobs = validateOneOf(raw.failedJobs ?? 'reject', ['reject', 'abort-group'] as const, {
+    parameter: 'options.failedJobs',
+    functionName: FUNCTION,
+  });
+  if (raw.onJobFailed !== undefined && typeof raw.onJobFailed !== 'function') {
+    throw new InvalidArgumentError({
+      parameter: 'options.onJobFailed',
+      functionName: FUNCTION,
+      value: raw.onJobFailed,
+      expected: 'a function',
+    });
+  }
+  return {
+    url,
+    queue,
+    store,
+    modelId: raw.modelId ?? `queue:${queue}`,
+    attempts,
+    backoffMs,
+    failedJobs,
+    onJobFailed: raw.onJobFailed,
+  };
 }
 
 /**
@@ -134,6 +178,21 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
   const resolved = resolveOptions(options);
   const { url, queue: name, store } = resolved;
   const client = await JobClient.open<RolloutJobData, Completion>(url, name, resolved);
+  /** A failed job's stand-in under `failedJobs: 'abort-group'`: its group is aborted (skipped). */
+  const abortedCompletion = (error: QueueJobFailedError): Completion => {
+    resolved.onJobFailed?.(error);
+    // no model saw a prompt for it: empty prompt ids (consumers drop the group before using them)
+    return { text: '', tokenIds: [], logprobs: [], promptTokenIds: [], finishReason: 'abort' };
+  };
+  const onFailed =
+    resolved.failedJobs === 'abort-group'
+      ? abortedCompletion
+      : resolved.onJobFailed
+        ? (error: QueueJobFailedError): Completion => {
+            resolved.onJobFailed!(error);
+            throw error;
+          }
+        : undefined;
   let policy: PolicyPointer = { version: 0, weights: null, updatedAt: new Date().toISOString() };
 
   const sampler: QueueSampler = {
@@ -166,7 +225,7 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
           },
         })),
       );
-      const completions = await client.run(specs, signal, operation);
+      const completions = await client.run(specs, signal, operation, onFailed);
       return prompts.map((_, p) => completions.slice(p * n, (p + 1) * n));
     },
     close: () => client.close(),
