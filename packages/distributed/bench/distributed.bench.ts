@@ -41,9 +41,9 @@ async function scaling(latencyMs: number, prompts: number, n: number): Promise<v
       () =>
         new Worker(
           queue,
-          async (): Promise<Completion> => {
+          async (): Promise<Completion[]> => {
             await sleep(latencyMs);
-            return { text: 'x', tokenIds: [1], logprobs: [0], finishReason: 'stop' };
+            return [{ text: 'x', tokenIds: [1], logprobs: [0], finishReason: 'stop' }];
           },
           { connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }) },
         ),
@@ -88,6 +88,10 @@ async function real(): Promise<void> {
   console.log(
     `| in-process, one call per job (what a worker does) | ${(await timeIt(run(perJob), 3)).toFixed(0)} |`,
   );
+  const perGroup = createPerJobSampler(batched, { jobPer: 'group' });
+  console.log(
+    `| in-process, one call per group | ${(await timeIt(run(perGroup), 3)).toFixed(0)} |`,
+  );
   await batched.close();
   const processes: WorkerProcess[] = [];
   try {
@@ -106,11 +110,14 @@ async function real(): Promise<void> {
       processes.push(
         ...(await Promise.all(Array.from({ length: count }, () => spawnWorker(args)))),
       );
-      const sampler = await createQueueSampler({ redis: REDIS_URL, queue, weights });
-      console.log(
-        `| queue, ${count} worker process(es) | ${(await timeIt(run(sampler), 3)).toFixed(0)} |`,
-      );
-      await sampler.close();
+      for (const jobPer of ['sample', 'group'] as const) {
+        const sampler = await createQueueSampler({ redis: REDIS_URL, queue, weights, jobPer });
+        const ms = await timeIt(run(sampler), 3);
+        console.log(
+          `| queue, ${count} worker process(es), jobPer '${jobPer}' | ${ms.toFixed(0)} |`,
+        );
+        await sampler.close();
+      }
       await Promise.all(processes.splice(0).map((worker) => worker.stop()));
     }
   } finally {

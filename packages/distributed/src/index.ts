@@ -6,6 +6,8 @@ export {
 export {
   DEFAULT_ROLLOUT_QUEUE,
   DEFAULT_VERIFY_QUEUE,
+  groupSeed,
+  type JobPer,
   type JobSampling,
   jobSeed,
   type PolicyPointer,
@@ -27,6 +29,12 @@ export {
   type QueueSampler,
   type QueueSamplerOptions,
 } from './sampler/queue-sampler.js';
-export { createPerJobSampler, runRolloutJob } from './sampler/run-job.js';
+export {
+  assembleGroups,
+  createPerJobSampler,
+  type PlannedJob,
+  planRolloutJobs,
+  runRolloutJob,
+} from './sampler/run-job.js';
 export { VERSION } from './version.js';
 export { createLocalWeightStore, sha256, type WeightStore } from './weights/weight-store.js';

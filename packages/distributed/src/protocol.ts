@@ -20,8 +20,11 @@ export type RolloutJobData = {
   weights: string | null;
   prompt: Prompt;
   promptIndex: number;
+  /** The (first) sample index of the job: its sample, or 0 for a group job. */
   sampleIndex: number;
-  /** The job's own seed, {@link jobSeed} of the request seed and the indices. */
+  /** Completions the job samples: 1 (a job per sample) or the group size (a job per group). */
+  n: number;
+  /** The job's own seed: {@link jobSeed} of the request seed and the indices ({@link groupSeed} for a group job). */
   seed: number;
   sampling: JobSampling;
 };
@@ -47,17 +50,31 @@ export function jobSeed(seed: number, promptIndex: number, sampleIndex: number):
 }
 
 /**
- * The BullMQ id of a job: `v{policyVersion}-{requestId}-{promptIndex}-{sampleIndex}` (BullMQ
- * forbids `:` in custom ids). The same request under the same weights gives the same ids, so a
+ * The seed of a job sampling the whole group of prompt `promptIndex` (`jobPer: 'group'`); its
+ * samples draw from the engine's per-sample streams of that seed.
+ */
+export function groupSeed(seed: number, promptIndex: number): number {
+  return createRng(seed)
+    .derive(`group-${promptIndex}`)
+    .nextInt(2 ** 32);
+}
+
+/** How a request is split into jobs: one per completion, or one per prompt (its whole group). */
+export type JobPer = 'sample' | 'group';
+
+/**
+ * The BullMQ id of a job: `v{policyVersion}-{requestId}-{promptIndex}-{sampleIndex}`, or
+ * `…-{promptIndex}-g` for a group job (BullMQ forbids `:` in custom ids). The same request under the same weights gives the same ids, so a
  * repeated `sample()` (a retry after a crash) finds its jobs instead of adding new ones.
  */
 export function rolloutJobId(
   policyVersion: number,
   requestId: string,
   promptIndex: number,
-  sampleIndex: number,
+  sampleIndex: number | 'group',
 ): string {
-  return `v${policyVersion}-${requestId}-${promptIndex}-${sampleIndex}`;
+  const last = sampleIndex === 'group' ? 'g' : sampleIndex;
+  return `v${policyVersion}-${requestId}-${promptIndex}-${last}`;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_-]{1,100}$/;

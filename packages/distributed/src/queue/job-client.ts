@@ -126,7 +126,7 @@ export class JobClient<Data, Result> {
   async #wait(
     job: Job<Data>,
     signal: AbortSignal | undefined,
-    onFailed: ((error: QueueJobFailedError) => Result) | undefined,
+    onFailed: ((error: QueueJobFailedError, data: Data) => Result) | undefined,
   ): Promise<Result> {
     try {
       return parseReturn<Result>(await job.waitUntilFinished(this.#queueEvents));
@@ -139,7 +139,7 @@ export class JobClient<Data, Result> {
         failedReason: reason,
         cause: error,
       });
-      if (onFailed) return onFailed(failed);
+      if (onFailed) return onFailed(failed, job.data);
       throw failed;
     }
   }
@@ -153,7 +153,7 @@ export class JobClient<Data, Result> {
     specs: readonly JobSpec<Data>[],
     signal: AbortSignal | undefined,
     operation: string,
-    onFailed?: (error: QueueJobFailedError) => Result,
+    onFailed?: (error: QueueJobFailedError, data: Data) => Result,
   ): Promise<Result[]> {
     this.assertOpen(operation);
     let stop: ((error: unknown) => void) | undefined;

@@ -28,13 +28,16 @@ function echoWorker(queue: string, processed: string[], fail?: string) {
     async (job) => {
       processed.push(job.id!);
       if (fail) throw new Error(fail);
-      const completion: Completion = {
-        text: `${job.data.promptIndex}/${job.data.sampleIndex}/${job.data.seed}/${job.data.weights}`,
-        tokenIds: [1],
-        logprobs: [-0.5],
-        finishReason: 'stop',
-      };
-      return completion;
+      const { promptIndex, sampleIndex, seed, weights, n } = job.data;
+      return Array.from(
+        { length: n },
+        (_, offset): Completion => ({
+          text: `${promptIndex}/${sampleIndex + offset}/${seed}/${weights}`,
+          tokenIds: [1],
+          logprobs: [-0.5],
+          finishReason: 'stop',
+        }),
+      );
     },
     { connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }) },
   );
@@ -78,6 +81,51 @@ describe('createQueueSampler', () => {
       expect(first[1]![2]!.text.startsWith('1/2/')).toBe(true); // result[prompt][sample]
       await sampler.sample({ ...request, seed: 8 });
       expect(processed).toHaveLength(12); // another seed is another request
+    } finally {
+      await worker.close();
+      await sampler.close();
+    }
+  });
+
+  it('rejects a worker result of the wrong shape (a worker of another version) by job id', async () => {
+    const queue = freshQueue('skew');
+    const sampler = await createQueueSampler({ redis: REDIS_URL, queue });
+    const worker = new Worker(queue, async () => ({ text: 'old protocol' }), {
+      connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }),
+    });
+    try {
+      await expect(
+        sampler.sample({ prompts: ['1'], n: 1, maxNewTokens: 2, seed: 1 }),
+      ).rejects.toMatchObject({
+        code: 'UNAVAILABLE',
+        message: expect.stringMatching(/job 'v0-[0-9a-f]+-0-0' returned object instead of 1/),
+      });
+    } finally {
+      await worker.close();
+      await sampler.close();
+    }
+  });
+
+  it("jobPer: 'group' adds one job per prompt for its whole group", async () => {
+    const queue = freshQueue('group');
+    const sampler = await createQueueSampler({ redis: REDIS_URL, queue, jobPer: 'group' });
+    const processed: string[] = [];
+    const worker = echoWorker(queue, processed);
+    try {
+      const groups = await sampler.sample({ prompts: ['1', '2'], n: 3, maxNewTokens: 2, seed: 1 });
+      expect(processed).toHaveLength(2);
+      for (const id of processed) expect(id).toMatch(/^v0-[0-9a-f]+-[01]-g$/);
+      expect(
+        groups.map((group) =>
+          group.map((completion) => completion.text.split('/').slice(0, 2).join('/')),
+        ),
+      ).toEqual([
+        ['0/0', '0/1', '0/2'],
+        ['1/0', '1/1', '1/2'],
+      ]);
+      await expect(
+        createQueueSampler({ redis: REDIS_URL, queue, jobPer: 'prompt' as never }),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     } finally {
       await worker.close();
       await sampler.close();

@@ -15,7 +15,7 @@ import { encodeSafetensors } from '@rlvr/model';
 import type { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
 import {
   DEFAULT_ROLLOUT_QUEUE,
-  jobSeed,
+  type JobPer,
   type PolicyPointer,
   policyKey,
   type RolloutJobData,
@@ -25,6 +25,7 @@ import {
 } from '../protocol.js';
 import { JobClient } from '../queue/job-client.js';
 import { createLocalWeightStore, type WeightStore } from '../weights/weight-store.js';
+import { assembleGroups, planRolloutJobs } from './run-job.js';
 import { validateSampleCall } from './validate-request.js';
 
 const FUNCTION = 'createQueueSampler';
@@ -56,6 +57,12 @@ export type QueueSamplerOptions = {
   failedJobs?: 'reject' | 'abort-group';
   /** Called with each job that failed every attempt (job id, the worker's reason). */
   onJobFailed?: (error: QueueJobFailedError) => void;
+  /**
+   * `'sample'` (default): a job per completion (finest load balancing; a worker samples one
+   * sequence at a time). `'group'`: a job per prompt, its G completions batched on one worker
+   * (faster per completion on small models; fewer, larger jobs).
+   */
+  jobPer?: JobPer;
 };
 
 const KNOWN = [
@@ -67,6 +74,7 @@ const KNOWN = [
   'backoffMs',
   'failedJobs',
   'onJobFailed',
+  'jobPer',
 ];
 
 /** A {@link Sampler} backed by a BullMQ queue, with the current policy version. */
@@ -87,6 +95,7 @@ type Resolved = {
   backoffMs: number;
   failedJobs: 'reject' | 'abort-group';
   onJobFailed: ((error: QueueJobFailedError) => void) | undefined;
+  jobPer: JobPer;
 };
 
 function resolveOptions(options: QueueSamplerOptions): Resolved {
@@ -151,6 +160,10 @@ function resolveOptions(options: QueueSamplerOptions): Resolved {
     backoffMs,
     failedJobs,
     onJobFailed: raw.onJobFailed,
+    jobPer: validateOneOf(raw.jobPer ?? 'sample', ['sample', 'group'] as const, {
+      parameter: 'options.jobPer',
+      functionName: FUNCTION,
+    }),
   };
 }
 
@@ -177,18 +190,24 @@ function resolveOptions(options: QueueSamplerOptions): Resolved {
 export async function createQueueSampler(options: QueueSamplerOptions): Promise<QueueSampler> {
   const resolved = resolveOptions(options);
   const { url, queue: name, store } = resolved;
-  const client = await JobClient.open<RolloutJobData, Completion>(url, name, resolved);
+  const client = await JobClient.open<RolloutJobData, Completion[]>(url, name, resolved);
   /** A failed job's stand-in under `failedJobs: 'abort-group'`: its group is aborted (skipped). */
-  const abortedCompletion = (error: QueueJobFailedError): Completion => {
+  const abortedCompletions = (error: QueueJobFailedError, data: RolloutJobData): Completion[] => {
     resolved.onJobFailed?.(error);
-    // no model saw a prompt for it: empty prompt ids (consumers drop the group before using them)
-    return { text: '', tokenIds: [], logprobs: [], promptTokenIds: [], finishReason: 'abort' };
+    // no model saw a prompt for them: empty prompt ids (consumers drop the group before use)
+    return Array.from({ length: data.n }, () => ({
+      text: '',
+      tokenIds: [],
+      logprobs: [],
+      promptTokenIds: [],
+      finishReason: 'abort' as const,
+    }));
   };
   const onFailed =
     resolved.failedJobs === 'abort-group'
-      ? abortedCompletion
+      ? abortedCompletions
       : resolved.onJobFailed
-        ? (error: QueueJobFailedError): Completion => {
+        ? (error: QueueJobFailedError): Completion[] => {
             resolved.onJobFailed!(error);
             throw error;
           }
@@ -211,22 +230,26 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
       const requestId = hashString(
         stableStringify({ prompts, n, seed, sampling, weights: current.weights }),
       );
-      const specs = prompts.flatMap((prompt, promptIndex) =>
-        Array.from({ length: n }, (_, sampleIndex) => ({
-          id: rolloutJobId(current.version, requestId, promptIndex, sampleIndex),
-          data: {
-            policyVersion: current.version,
-            weights: current.weights,
-            prompt,
-            promptIndex,
-            sampleIndex,
-            seed: jobSeed(seed, promptIndex, sampleIndex),
-            sampling,
-          },
-        })),
-      );
-      const completions = await client.run(specs, signal, operation, onFailed);
-      return prompts.map((_, p) => completions.slice(p * n, (p + 1) * n));
+      const jobs = planRolloutJobs(call, resolved.jobPer);
+      const specs = jobs.map((job) => ({
+        id: rolloutJobId(
+          current.version,
+          requestId,
+          job.promptIndex,
+          resolved.jobPer === 'group' ? 'group' : job.sampleIndex,
+        ),
+        data: { ...job, policyVersion: current.version, weights: current.weights },
+      }));
+      const results = await client.run(specs, signal, operation, onFailed);
+      results.forEach((result, index) => {
+        if (!Array.isArray(result) || result.length !== jobs[index]!.n) {
+          throw new RlvrError(
+            ErrorCode.UNAVAILABLE,
+            `${operation}: job '${specs[index]!.id}' returned ${Array.isArray(result) ? `${result.length} completions` : typeof result} instead of ${jobs[index]!.n}; are the workers running the same @rlvr/distributed version as the trainer?`,
+          );
+        }
+      });
+      return assembleGroups(jobs, results, prompts.length);
     },
     close: () => client.close(),
   };

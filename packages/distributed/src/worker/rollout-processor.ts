@@ -37,7 +37,7 @@ async function loadVersion(current: State, data: RolloutJobData): Promise<void> 
   current.loaded = wanted;
 }
 
-export default async function processRollout(job: Job<RolloutJobData>): Promise<Completion> {
+export default async function processRollout(job: Job<RolloutJobData>): Promise<Completion[]> {
   state ??= init();
   const current = await state;
   try {

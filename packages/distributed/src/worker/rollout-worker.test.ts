@@ -73,7 +73,8 @@ describe('rlvr-worker rollout', () => {
     const queue = await sharedQueue();
     const sampler = await createQueueSampler({ redis: REDIS_URL, queue, weights: weightsDir });
     const checkpoint = await loadCheckpoint(checkpointDir);
-    const local = createPerJobSampler(await createOnnxSampler({ checkpoint, workers: 0 }));
+    const onnx = await createOnnxSampler({ checkpoint, workers: 0 });
+    const local = createPerJobSampler(onnx);
     try {
       const remote = await sampler.sample(REQUEST);
       expect(remote).toEqual(await local.sample(REQUEST));
@@ -89,6 +90,23 @@ describe('rlvr-worker rollout', () => {
       const after = await sampler.sample(REQUEST);
       expect(after).toEqual(await local.sample(REQUEST));
       expect(after).not.toEqual(remote);
+
+      // one job per group: batched on one worker, reproduced by the same plan in-process
+      const grouped = await createQueueSampler({
+        redis: REDIS_URL,
+        queue,
+        weights: weightsDir,
+        jobPer: 'group',
+      });
+      const localGrouped = createPerJobSampler(onnx, { jobPer: 'group' });
+      try {
+        await grouped.updateWeights!({ step: 1, tensors });
+        const byGroup = await grouped.sample(REQUEST);
+        expect(byGroup).toEqual(await localGrouped.sample(REQUEST));
+        expect(byGroup.map((group) => group.length)).toEqual([4, 4, 4]);
+      } finally {
+        await grouped.close();
+      }
     } finally {
       await sampler.close();
       await local.close!();
