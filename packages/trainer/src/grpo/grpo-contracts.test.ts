@@ -114,6 +114,22 @@ describe('GrpoTrainer: abort contract (point 2)', () => {
     dispose();
   });
 
+  it('should drop an aborted group whose stand-in completions carry no prompt ids', async () => {
+    // A remote sampler cancels a group and returns completions without promptTokenIds; with no
+    // tokenizer the trainer must still drop the group instead of asking for one.
+    const { promptTokenIds: _ids, ...bare } = scripted('1', { finishReason: 'abort' });
+    const sampler = new MockSampler({
+      script: () => [
+        [bare, bare],
+        [scripted('6'), scripted('2')],
+      ],
+    });
+    const { grpo, dispose } = await makeScripted(sampler, { maxSteps: 1 });
+    const { last } = await grpo.train();
+    expect(last!.metrics['skipped/aborted_groups']).toBe(1);
+    dispose();
+  });
+
   it('should leave no trace of a step aborted before its update, and repeat it exactly', async () => {
     const hooks = { sample: () => {}, score: () => {} };
     const sampler = new MockSampler({

@@ -122,9 +122,13 @@ function checkSamplerOutput(run: RunContext, result: unknown, records: PromptRec
       });
     }
     let encoded: number[] | undefined;
+    // An aborted group is dropped before anything reads its prompt ids (a remote sampler's
+    // stand-in completions need not carry them).
+    const aborted = isAbortedGroup(group);
     const samples = group.map((completion, sampleIndex) => {
       checkCompletion(completion, `sampler.sample() result[${groupIndex}][${sampleIndex}]`);
       let promptIds = completion.promptTokenIds;
+      if (promptIds === undefined && aborted) promptIds = [];
       if (promptIds === undefined) {
         if (run.tokenizer === undefined) {
           throw new InvalidArgumentError({
