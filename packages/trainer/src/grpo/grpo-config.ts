@@ -141,6 +141,20 @@ export type GrpoConfig = {
    * weights and the run is off-policy by design: say so explicitly).
    */
   syncWeights?: boolean;
+  /**
+   * Asynchronous GRPO with bounded staleness [TRL `max_staleness`, prime-rl `max_async_level`]
+   * (default 0: synchronous). With k ≥ 1 the sampler requests of the next k steps are issued
+   * before this step's update, so generation overlaps training; at most k + 1 requests are in
+   * flight (backpressure). Each group carries the policy version that sampled it (generation
+   * steps completed when its request was issued, or older when a completion reports a smaller
+   * `policyVersion`); it is trained on only while `current − version ≤ maxStaleness`, else
+   * dropped and counted (`async/dropped_stale_groups`). Needs `mismatch` (the behaviour logprobs
+   * are the stale policy's; the importance-sampling correction handles the off-policy part) and
+   * is not combined with `dynamicSampling` yet. In-flight requests are not checkpointed: a
+   * resume re-issues them from the saved data position and RNG (same prompts and seeds,
+   * sampled with the checkpoint's weights).
+   */
+  maxStaleness?: number;
 
   /** Folder for `metrics.jsonl`, `completions.jsonl` and `checkpoints/` (default: none). */
   outputDir?: string;
@@ -195,6 +209,7 @@ export type ResolvedGrpoConfig = Required<
     | 'maxConsecutiveSkips'
     | 'maxGradNorm'
     | 'syncWeights'
+    | 'maxStaleness'
     | 'schedule'
   >
 > &

@@ -37,7 +37,21 @@ export type Collected = {
   generatedTokens: number;
   rolloutMs: number;
   rewardMs: number;
+  /** Asynchronous GRPO: the staleness of every admitted group, and the groups dropped as too stale. */
+  staleness: number[];
+  droppedStale: number;
 };
+
+/**
+ * Where a sampling round's groups come from: by default a request issued now (staleness 0); in
+ * asynchronous GRPO, a request issued up to `maxStaleness` steps ago. @internal
+ */
+export type RoundSource = (signal: AbortSignal | undefined) => Promise<{
+  records: PromptRecord[];
+  result: unknown;
+  /** Policy versions between the weights that sampled a group and the current ones. */
+  staleness: (completions: readonly Completion[]) => number;
+}>;
 
 const OPERATION = 'GrpoTrainer.step()';
 const FN = 'GrpoTrainer.step';
@@ -64,7 +78,8 @@ export function nextPrompts(run: RunContext, count: number): PromptRecord[] {
   return out;
 }
 
-function request(run: RunContext, records: PromptRecord[]): SampleRequest {
+/** The sampler request for `records` (draws its seed from the run's RNG). @internal */
+export function request(run: RunContext, records: PromptRecord[]): SampleRequest {
   const { config } = run;
   return {
     prompts: records.map((record) => record.prompt),
@@ -192,6 +207,15 @@ async function score(run: RunContext, groups: Group[]): Promise<number> {
   return nonFinite;
 }
 
+/** A round issued now, at the current weights. */
+function syncSource(run: RunContext): RoundSource {
+  return async (signal) => {
+    const records = nextPrompts(run, run.config.promptsPerStep);
+    const result = await run.sampler.sample(request(run, records), signal ? { signal } : undefined);
+    return { records, result, staleness: () => 0 };
+  };
+}
+
 /**
  * The sampling phase of a step: rounds of sample → check → drop aborted groups → score → drop
  * groups with non-finite behaviour logprobs → dynamic-sampling filter, until `promptsPerStep`
@@ -201,6 +225,7 @@ async function score(run: RunContext, groups: Group[]): Promise<number> {
 export async function collectGroups(
   run: RunContext,
   signal: AbortSignal | undefined,
+  source: RoundSource = syncSource(run),
 ): Promise<Collected> {
   const { config } = run;
   const out: Collected = {
@@ -213,20 +238,29 @@ export async function collectGroups(
     generatedTokens: 0,
     rolloutMs: 0,
     rewardMs: 0,
+    staleness: [],
+    droppedStale: 0,
   };
   const maxRounds = config.dynamic?.maxRounds ?? 1;
   while (out.rounds < maxRounds && out.kept.length < config.promptsPerStep) {
     throwIfAborted(signal, OPERATION);
     out.rounds += 1;
-    const records = nextPrompts(run, config.promptsPerStep);
     const started = performance.now();
-    const result = await run.sampler.sample(request(run, records), signal ? { signal } : undefined);
+    const { records, result, staleness } = await source(signal);
     out.rolloutMs += performance.now() - started;
     throwIfAborted(signal, OPERATION); // a sampler that resolved after the abort
     const groups = checkSamplerOutput(run, result, records).filter((group) => {
-      const aborted = isAbortedGroup(group.samples.map((sample) => sample.completion));
+      const completions = group.samples.map((sample) => sample.completion);
+      const aborted = isAbortedGroup(completions);
       if (aborted) out.abortedGroups += 1;
-      return !aborted;
+      if (aborted || config.maxStaleness === 0) return !aborted;
+      const age = staleness(completions);
+      if (age > config.maxStaleness) {
+        out.droppedStale += 1;
+        return false;
+      }
+      out.staleness.push(age);
+      return true;
     });
     for (const group of groups) {
       for (const sample of group.samples) out.generatedTokens += sample.completion.tokenIds.length;

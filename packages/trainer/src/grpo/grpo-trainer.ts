@@ -4,6 +4,13 @@ import cliProgress from 'cli-progress';
 import type { LlamaModel } from '../model/llama-model.js';
 import type { PolicyTrainer } from '../train/policy-trainer.js';
 import { computeAdvantages } from './grpo-advantages.js';
+import {
+  asyncMetrics,
+  asyncSource,
+  discardInflight,
+  restartPoint,
+  rewindInflight,
+} from './grpo-async.js';
 import type { ResolvedGrpoConfig } from './grpo-config.js';
 import { completionRows, stepMetrics } from './grpo-metrics.js';
 import { collectGroups } from './grpo-sampling.js';
@@ -152,6 +159,9 @@ export class GrpoTrainer {
           stepSeconds: ((last.metrics['time/step_ms'] ?? 0) / 1000).toFixed(2),
         });
       }
+    } catch (error) {
+      rewindInflight(run); // an abort between steps: the next call re-issues the same requests
+      throw error;
     } finally {
       bar?.stop();
     }
@@ -175,16 +185,24 @@ export class GrpoTrainer {
     const signal = options?.signal;
     const started = performance.now();
     const stepNumber = run.completed + 1;
-    const before = { rng: run.rng.getState(), cursor: { ...run.cursor } };
+    const asynchronous = run.config.maxStaleness > 0;
+    const before = restartPoint(run) ?? { rng: run.rng.getState(), cursor: { ...run.cursor } };
     let collected: Awaited<ReturnType<typeof collectGroups>>;
     let advantages: number[];
     let outcome: TrainOutcome;
     try {
       throwIfAborted(signal, 'GrpoTrainer.step()');
-      collected = await collectGroups(run, signal);
+      collected = asynchronous
+        ? await collectGroups(
+            run,
+            signal,
+            asyncSource(run, stepNumber, Math.max(stepNumber, run.config.maxSteps)),
+          )
+        : await collectGroups(run, signal);
       advantages = computeAdvantages(collected.kept, run.columns.length, run.weights, run.config);
       outcome = trainOnGroups(run, collected.kept, advantages, signal);
     } catch (error) {
+      discardInflight(run);
       run.rng = createRng(before.rng);
       run.cursor = before.cursor;
       throw error;
@@ -194,6 +212,7 @@ export class GrpoTrainer {
       syncMs,
       started,
     });
+    if (asynchronous) Object.assign(metrics, asyncMetrics(run, collected));
     run.completed = stepNumber;
     const record: GrpoMetricRecord = {
       step: stepNumber,
@@ -226,6 +245,7 @@ export class GrpoTrainer {
 
   /** Frees the policy trainer's optimizer state and reference model (not the model). */
   dispose(): void {
+    discardInflight(this.#run);
     this.#run.policy.dispose();
   }
 }

@@ -10,6 +10,7 @@ import {
 } from '@rlvr/core';
 import { TRAINER_DEFAULTS } from '../defaults.js';
 import { validateSchedule } from '../optim/schedule.js';
+import { checkAsyncConfig } from './grpo-async.js';
 import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
 
 /** Every key of {@link GrpoConfig}. */
@@ -53,6 +54,7 @@ const CONFIG_KEYS = [
   'onNonFinite',
   'maxConsecutiveSkips',
   'syncWeights',
+  'maxStaleness',
   'outputDir',
   'saveEvery',
   'keepLast',
@@ -99,6 +101,10 @@ const CONFIG_ALIASES: Record<string, string> = {
   mask_truncated_completions: 'maskTruncatedCompletions',
   vllm_importance_sampling_correction: 'mismatch',
   resume: 'outputDir',
+  max_staleness: 'maxStaleness',
+  max_async_level: 'maxStaleness',
+  maxAsyncLevel: 'maxStaleness',
+  max_head_offpolicyness: 'maxStaleness',
 };
 
 /** Every key of the `dynamicSampling`, `mismatch`, `overlong`, `schedule`, `optimizer` objects. */
@@ -386,6 +392,7 @@ export function resolveGrpoConfig(config: GrpoConfig, functionName: string): Res
     ),
     maxGradNorm: number('maxGradNorm', TRAINER_DEFAULTS.maxGradNorm, 0),
     syncWeights: raw.syncWeights ?? true,
+    maxStaleness: int('maxStaleness', raw.maxStaleness ?? 0, 0, context),
     schedule,
     saveEvery: int('saveEvery', raw.saveEvery ?? Math.max(1, Math.ceil(maxSteps / 10)), 1, context),
     keepLast: int('keepLast', raw.keepLast ?? 2, 1, context),
@@ -427,5 +434,6 @@ export function resolveGrpoConfig(config: GrpoConfig, functionName: string): Res
     });
   }
   rejectIneffectiveSettings(raw, resolved, functionName);
+  checkAsyncConfig(raw, resolved, functionName);
   return resolved;
 }

@@ -1,6 +1,7 @@
 import type { MetricRecord, Rng, Sampler, WeightedReward } from '@rlvr/core';
 import type { LlamaModel } from '../model/llama-model.js';
 import type { PolicyTrainer } from '../train/policy-trainer.js';
+import type { InFlight } from './grpo-async.js';
 import type { ResolvedGrpoConfig } from './grpo-config.js';
 import type { PromptRecord } from './prompt-dataset.js';
 import { RUN_STATE_FORMAT, type RunState } from './run-checkpoint.js';
@@ -38,18 +39,22 @@ export type RunContext = {
   initialEntropy: number | null;
   files: { metricsBytes: number; completionsBytes: number };
   lastCheckpointMs: number;
+  /** Asynchronous GRPO: requests issued ahead of their step, oldest first (not checkpointed). */
+  inflight?: InFlight[];
 };
 
 /** The run state saved in a checkpoint. @internal */
 export function runState(run: RunContext): RunState {
+  // In-flight requests are re-issued on resume: save the state from before the oldest one.
+  const base = run.inflight?.[0]?.before;
   return {
     format: RUN_STATE_FORMAT,
     runId: run.runId,
     step: run.completed,
     skippedSteps: run.policy.skippedSteps,
     consecutiveSkips: run.policy.consecutiveSkips,
-    rng: run.rng.getState(),
-    cursor: { ...run.cursor },
+    rng: base?.rng ?? run.rng.getState(),
+    cursor: { ...(base?.cursor ?? run.cursor) },
     files: { ...run.files },
     counters: { ...run.counters },
     initialEntropy: run.initialEntropy,

@@ -69,6 +69,8 @@ export function runSettings(
         ? (config.normalizer ?? config.maxNewTokens)
         : undefined,
     dynamicSampling: config.dynamic,
+    // Only when asynchronous, so checkpoints of synchronous runs keep their fingerprint.
+    maxStaleness: config.maxStaleness > 0 ? config.maxStaleness : undefined,
     optimizer: { weightDecay: TRAINER_DEFAULTS.weightDecay, ...config.optimizer },
   };
 }
