@@ -1,5 +1,5 @@
 import '@tensorflow/tfjs-core/dist/register_all_gradients';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AbortedError, type Completion, InvalidArgumentError } from '@rlvr/core';
@@ -147,6 +147,12 @@ describe('GrpoTrainer: asynchronous GRPO (maxStaleness)', () => {
       AbortedError.isInstance(error),
     );
     expect(grpo.completedSteps).toBe(1);
+    const steps = async () =>
+      (await readFile(join(outputDir, 'metrics.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).step);
+    expect(await steps()).toEqual([1]);
     expect(recording.events.filter((e) => e.startsWith('update'))).toEqual(['update:1']);
     const calls = recording.sampler.sampleCalls;
     expect(calls).toHaveLength(3);
@@ -156,7 +162,28 @@ describe('GrpoTrainer: asynchronous GRPO (maxStaleness)', () => {
     expect(calls).toHaveLength(5);
     expect(calls[3]).toEqual(calls[1]);
     expect(calls[4]).toEqual(calls[2]);
+    expect(await steps()).toEqual([1, 2, 3]);
     expect((await readdir(join(outputDir, 'checkpoints'))).length).toBeGreaterThan(0);
+    dispose();
+  });
+
+  it('should re-issue the prefetched request after train() stops between steps', async () => {
+    const controller = new AbortController();
+    const recording = recordingSampler();
+    const { grpo, dispose } = await makeScripted(
+      recording.sampler,
+      { maxSteps: 3, mismatch: MISMATCH, maxStaleness: 1 },
+      { onStep: () => controller.abort('stop') },
+    );
+    await expect(grpo.train({ signal: controller.signal })).rejects.toSatisfy((error) =>
+      AbortedError.isInstance(error),
+    );
+    const calls = recording.sampler.sampleCalls;
+    expect(calls).toHaveLength(2); // step 1's and step 2's (prefetched, then discarded)
+    await grpo.train();
+    expect(grpo.completedSteps).toBe(3);
+    expect(calls).toHaveLength(4);
+    expect(calls[2]).toEqual(calls[1]);
     dispose();
   });
 
