@@ -7,6 +7,7 @@ import { checkRun } from './check-run.js';
 import type { RunConfig } from './config.js';
 import { type DistillResult, distillPhase } from './distill.js';
 import { evaluateModel, type ModelEvaluation } from './evaluate.js';
+import { exportStudentGguf } from './export-gguf.js';
 import { type GrpoResult, runGrpo } from './grpo.js';
 import { encodeExample, randomCheckpoint } from './models.js';
 import { type ProgressMode, phaseProgress } from './progress.js';
@@ -286,6 +287,16 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
     progress.stop();
     return { result: results };
   });
+
+  // 5. The distilled student leaves as GGUF (llama.cpp / Ollama), replaced only when retrained now.
+  const gguf = await exportStudentGguf(
+    outDir,
+    await load('distilled-student'),
+    phases['distill-student']?.resumed !== true,
+  );
+  log(
+    `distilled student as GGUF: ${gguf.path}${gguf.written ? '' : ' (kept from an earlier run)'}`,
+  );
 
   const report = buildReport({
     config,

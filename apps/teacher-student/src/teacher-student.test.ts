@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadCheckpoint } from '@rlvr/model';
+import { loadCheckpoint, readGguf } from '@rlvr/model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findChromium, renderInChromium } from './chromium.js';
 import { configFromArgs } from './cli.js';
@@ -34,6 +34,12 @@ describe('teacher-student --quick, end to end', () => {
 
   afterAll(async () => {
     if (outDir) await rm(outDir, { recursive: true, force: true });
+  });
+
+  it('exports the distilled student as GGUF that reads back with its tokenizer', async () => {
+    const parsed = await readGguf(join(outDir, 'gguf', 'distilled-student', 'model.gguf'));
+    expect(parsed.metadata['general.architecture']).toBe('llama');
+    expect(existsSync(join(outDir, 'gguf', 'distilled-student', 'Modelfile'))).toBe(true);
   });
 
   it('writes report.json with every section and the four models', () => {
