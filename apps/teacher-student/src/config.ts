@@ -6,7 +6,7 @@ import {
   validateOptions,
 } from '@rlvr/core';
 import { createTokenizer } from '@rlvr/model';
-import type { GrpoConfig as TrainerGrpoConfig } from '@rlvr/trainer';
+import { GRPO_CONFIG_KEYS, type GrpoConfig as TrainerGrpoConfig } from '@rlvr/trainer';
 import { parametersOf } from './models.js';
 import { buildTaskTokenizer, type TaskConfig, validateTaskConfig } from './task.js';
 
@@ -19,54 +19,29 @@ export type ModelSize = {
   intermediateSize: number;
 };
 
+/** `GrpoConfig` keys the app sets itself (or deliberately does not expose). */
+const APP_CONTROLLED_KEYS = [
+  'seed',
+  'maxNewTokens',
+  'outputDir',
+  'progress',
+  'quiet',
+  'syncWeights',
+  'maxStaleness',
+] as const;
+type AppControlledKey = (typeof APP_CONTROLLED_KEYS)[number];
+
 /**
  * Keys of @rlvr/trainer's `GrpoConfig` that a run config's `grpo` section may set; they are passed
  * to `createGrpoTrainer` as they are (same names, same meanings, same defaults where the app does
  * not set them). `maxNewTokens` and `seed` come from the top level of the run config, and the app
- * sets `outputDir`, `progress` and `quiet` itself.
+ * sets `outputDir`, `progress` and `quiet` itself. Derived from the trainer's own
+ * `GRPO_CONFIG_KEYS`, so the two lists cannot drift.
  */
-export const TRAINER_GRPO_KEYS = [
-  'maxSteps',
-  'promptsPerStep',
-  'groupSize',
-  'shuffle',
-  'temperature',
-  'topP',
-  'topK',
-  'minP',
-  'repetitionPenalty',
-  'stop',
-  'beta',
-  'klEstimator',
-  'epsilonLow',
-  'epsilonHigh',
-  'delta',
-  'dualClip',
-  'ratioLevel',
-  'entropyCoefficient',
-  'lossAggregation',
-  'normalizer',
-  'numIterations',
-  'miniBatchSize',
-  'mismatch',
-  'scaleRewards',
-  'advantageBaseline',
-  'rewardStd',
-  'multiReward',
-  'dynamicSampling',
-  'maskTruncatedCompletions',
-  'overlong',
-  'schedule',
-  'optimizer',
-  'maxGradNorm',
-  'microBatchSize',
-  'onNonFinite',
-  'maxConsecutiveSkips',
-  'saveEvery',
-  'keepLast',
-  'logCompletionsEvery',
-  'entropyCollapseRatio',
-] as const satisfies readonly (keyof TrainerGrpoConfig)[];
+export const TRAINER_GRPO_KEYS = GRPO_CONFIG_KEYS.filter(
+  (key): key is Exclude<(typeof GRPO_CONFIG_KEYS)[number], AppControlledKey> =>
+    !(APP_CONTROLLED_KEYS as readonly string[]).includes(key),
+);
 
 /** The app's own keys of the `grpo` section (not trainer settings). */
 export const APP_GRPO_KEYS = ['formatWeight', 'evalEvery', 'evalPrompts'] as const;

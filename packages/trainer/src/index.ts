@@ -14,6 +14,7 @@ export type { GrpoMetricRecord, GrpoTrainResult } from './grpo/grpo-trainer.js';
 export { GrpoTrainer } from './grpo/grpo-trainer.js';
 export type { PromptRecord } from './grpo/prompt-dataset.js';
 export { loadPromptDataset } from './grpo/prompt-dataset.js';
+export { GRPO_CONFIG_KEYS } from './grpo/resolve-config.js';
 export type { CreateLlamaModelOptions } from './model/llama-model.js';
 export { createLlamaModel, LlamaModel } from './model/llama-model.js';
 export type { ModelInput } from './model/prepared-input.js';

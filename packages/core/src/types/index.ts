@@ -5,6 +5,7 @@ export type { Completion, FinishReason, Prompt, SampleRequest, Sampler } from '.
 export {
   assertSampler,
   isAbortedGroup,
+  SAMPLE_REQUEST_KEYS,
   SUPPORTED_SAMPLER_SPECIFICATIONS,
   throwIfAborted,
 } from './sampler.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AbortedError } from '../errors/aborted-error.js';
 import { UnsupportedSpecificationError } from '../errors/unsupported-specification-error.js';
 import { MockSampler, mockCompletion } from '../testing/mock-sampler.js';
-import { assertSampler } from './sampler.js';
+import { assertSampler, SAMPLE_REQUEST_KEYS, type SampleRequest } from './sampler.js';
 
 describe('assertSampler', () => {
   it('should accept a v1 sampler and reject others with typed errors', () => {
@@ -55,5 +55,24 @@ describe('MockSampler', () => {
     await expect(
       sampler.sample({ prompts: [], n: 1, maxNewTokens: 1 }, { signal: controller.signal }),
     ).rejects.toSatisfy((error) => AbortedError.isInstance(error));
+  });
+});
+
+describe('SAMPLE_REQUEST_KEYS', () => {
+  it('should list every SampleRequest key exactly once', () => {
+    const request: Required<SampleRequest> = {
+      prompts: [],
+      n: 1,
+      maxNewTokens: 1,
+      temperature: 1,
+      topP: 1,
+      topK: 0,
+      minP: 0,
+      repetitionPenalty: 1,
+      stop: [],
+      seed: 0,
+      returnModelLogprobs: false,
+    };
+    expect([...SAMPLE_REQUEST_KEYS].sort()).toEqual(Object.keys(request).sort());
   });
 });

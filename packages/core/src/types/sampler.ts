@@ -35,6 +35,24 @@ export type SampleRequest = {
   returnModelLogprobs?: boolean;
 };
 
+/**
+ * Every key of {@link SampleRequest}: samplers reject any other key (`UNKNOWN_OPTION`), e.g.
+ * `validateOptions(request, { parameter: 'request', known: SAMPLE_REQUEST_KEYS })`.
+ */
+export const SAMPLE_REQUEST_KEYS = [
+  'prompts',
+  'n',
+  'maxNewTokens',
+  'temperature',
+  'topP',
+  'topK',
+  'minP',
+  'repetitionPenalty',
+  'stop',
+  'seed',
+  'returnModelLogprobs',
+] as const satisfies readonly (keyof SampleRequest)[];
+
 /** One sampled completion. */
 export type Completion = {
   /** Decoded text of the completion (without the prompt; cut before a matched stop string). */

@@ -1,27 +1,13 @@
 import {
   InvalidArgumentError,
   type Prompt,
+  SAMPLE_REQUEST_KEYS,
   type SampleRequest,
   throwIfAborted,
   validateInteger,
   validateOptions,
 } from '@rlvr/core';
 import type { JobSampling } from '../protocol.js';
-
-/** The keys of core's SampleRequest. */
-const REQUEST_KEYS = [
-  'prompts',
-  'n',
-  'maxNewTokens',
-  'temperature',
-  'topP',
-  'topK',
-  'minP',
-  'repetitionPenalty',
-  'stop',
-  'seed',
-  'returnModelLogprobs',
-] as const;
 
 /** A checked sample() call: the prompts, n, a resolved seed, the rest of the request. */
 export type SampleCall = {
@@ -58,7 +44,7 @@ export function validateSampleCall(
   const req = validateOptions<SampleRequest>(request, {
     parameter: 'request',
     functionName,
-    known: REQUEST_KEYS,
+    known: SAMPLE_REQUEST_KEYS,
   });
   if (!Array.isArray(req.prompts) || req.prompts.length === 0) {
     throw new InvalidArgumentError({

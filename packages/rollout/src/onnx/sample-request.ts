@@ -1,5 +1,6 @@
 import {
   InvalidArgumentError,
+  SAMPLE_REQUEST_KEYS,
   type SampleRequest,
   validateInteger,
   validateOptions,
@@ -7,21 +8,6 @@ import {
 import type { GenerationSettings, SequenceJob } from '../engine/generate-batch.js';
 import { resolveLogitsOptions } from '../generation/logits-processors.js';
 import type { RolloutTokenizer } from '../tokenizer/rollout-tokenizer.js';
-
-/** The keys of core's {@link SampleRequest}. @internal */
-export const SAMPLE_REQUEST_KEYS = [
-  'prompts',
-  'n',
-  'maxNewTokens',
-  'temperature',
-  'topP',
-  'topK',
-  'minP',
-  'repetitionPenalty',
-  'stop',
-  'seed',
-  'returnModelLogprobs',
-] as const;
 
 /** A checked request as the engines take it. @internal */
 export type PreparedRequest = {

@@ -122,3 +122,13 @@ describe('GrpoConfig: defaults shared with PolicyTrainer (point 9)', () => {
     dispose();
   });
 });
+
+describe('GRPO_CONFIG_KEYS', () => {
+  it('should be the exported list of every GrpoConfig key the trainer accepts', async () => {
+    const { GRPO_CONFIG_KEYS } = await import('../index.js');
+    expect(GRPO_CONFIG_KEYS).toContain('beta');
+    expect(GRPO_CONFIG_KEYS).toContain('maxStaleness');
+    expect(GRPO_CONFIG_KEYS).not.toContain('klCoefficient');
+    expect(new Set(GRPO_CONFIG_KEYS).size).toBe(GRPO_CONFIG_KEYS.length);
+  });
+});

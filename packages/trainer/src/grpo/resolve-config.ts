@@ -13,8 +13,12 @@ import { validateSchedule } from '../optim/schedule.js';
 import { checkAsyncConfig } from './grpo-async.js';
 import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
 
-/** Every key of {@link GrpoConfig}. */
-const CONFIG_KEYS = [
+/**
+ * Every key of {@link GrpoConfig}: the keys `createGrpoTrainer` accepts in `config` (any other is
+ * an `UNKNOWN_OPTION` error). Exported so that layers passing a config through (apps, CLIs) check
+ * against the same list instead of a copy.
+ */
+export const GRPO_CONFIG_KEYS = [
   'maxSteps',
   'promptsPerStep',
   'groupSize',
@@ -330,7 +334,7 @@ export function resolveGrpoConfig(config: GrpoConfig, functionName: string): Res
   const raw = validateOptions<GrpoConfig>(config, {
     parameter: 'config',
     functionName,
-    known: CONFIG_KEYS,
+    known: GRPO_CONFIG_KEYS,
     aliases: CONFIG_ALIASES,
   });
   checkNested(raw, functionName);
