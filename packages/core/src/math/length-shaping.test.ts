@@ -30,6 +30,20 @@ describe('maskTruncatedCompletions', () => {
       [[1, 1], [0, 0, 0], [1]],
     );
   });
+  it("should mask a completion cut by a confidence stop ('confidence') like a truncated one", () => {
+    expect(
+      maskTruncatedCompletions(
+        [
+          [1, 1],
+          [1, 1],
+        ],
+        ['confidence', 'stop'],
+      ),
+    ).toEqual([
+      [0, 0],
+      [1, 1],
+    ]);
+  });
   it('should reject mismatched finish reasons', () => {
     expect(() => maskTruncatedCompletions([[1]], [])).toThrow(/finishReasons/);
     expect(() => maskTruncatedCompletions([[1]], ['eos' as 'stop'])).toThrow(/finishReasons\[0\]/);

@@ -1,5 +1,5 @@
 import { ShapeMismatchError } from '../errors/shape-mismatch-error.js';
-import type { FinishReason } from '../types/sampler.js';
+import { FINISH_REASONS, type FinishReason } from '../types/sampler.js';
 import {
   validateFiniteArray,
   validateInteger,
@@ -61,7 +61,8 @@ export function softOverlongPenalty(length: number, options: SoftOverlongOptions
 /**
  * Truncated-completion masking (DAPO "overlong filtering", TRL `mask_truncated_completions`):
  * returns a copy of `mask` where every completion that hit the length cap is fully masked, so
- * cut-off reasoning is neither rewarded nor punished.
+ * cut-off reasoning is neither rewarded nor punished. A completion ended by a confidence stop
+ * (`finishReason: 'confidence'`) is cut off too and is masked the same way.
  *
  * @throws {ShapeMismatchError} when `finishReasons` does not have one entry per sequence.
  */
@@ -80,12 +81,12 @@ export function maskTruncatedCompletions(
     });
   }
   return mask.map((row, sequence) => {
-    const reason = validateOneOf(finishReasons[sequence], ['stop', 'length', 'abort'], {
+    const reason = validateOneOf(finishReasons[sequence], FINISH_REASONS, {
       parameter: `finishReasons[${sequence}]`,
       functionName: FN,
     });
     return Array.from({ length: row.length }, (_, index) =>
-      reason === 'length' ? 0 : row[index]!,
+      reason === 'length' || reason === 'confidence' ? 0 : row[index]!,
     );
   });
 }

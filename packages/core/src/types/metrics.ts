@@ -1,3 +1,4 @@
+import type { FinishReason } from './sampler.js';
 /**
  * One row of training metrics, as TRL/verl log them (flat names, e.g. `reward/mean`,
  * `reward/correctness/std`, `frac_reward_zero_std`, `kl`, `entropy`, `clip_ratio/low_mean`,
@@ -22,6 +23,6 @@ export type CompletionRecord = {
   reward: number | null;
   rewards: Record<string, number | null>;
   advantage: number;
-  finishReason: 'stop' | 'length' | 'abort';
+  finishReason: FinishReason;
   completionTokens: number;
 };

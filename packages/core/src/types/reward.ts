@@ -1,3 +1,4 @@
+import type { FinishReason } from './sampler.js';
 /** What a reward function sees about one sample. */
 export type RewardInput = {
   /** The prompt as text. */
@@ -9,7 +10,7 @@ export type RewardInput = {
   /** Id of the prompt (dataset record). */
   promptId?: string;
   /** Why generation ended; lets a reward treat truncated outputs differently. */
-  finishReason?: 'stop' | 'length' | 'abort';
+  finishReason?: FinishReason;
   /** Number of completion tokens. */
   completionTokens?: number;
   /** Any other fields of the dataset record. */

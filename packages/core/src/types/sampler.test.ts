@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { AbortedError } from '../errors/aborted-error.js';
 import { UnsupportedSpecificationError } from '../errors/unsupported-specification-error.js';
 import { MockSampler, mockCompletion } from '../testing/mock-sampler.js';
-import { assertSampler, SAMPLE_REQUEST_KEYS, type SampleRequest } from './sampler.js';
+import {
+  assertSampler,
+  type Completion,
+  isAbortedGroup,
+  SAMPLE_REQUEST_KEYS,
+  type SampleRequest,
+  validateConfidenceRequest,
+} from './sampler.js';
 
 describe('assertSampler', () => {
   it('should accept a v1 sampler and reject others with typed errors', () => {
@@ -72,7 +79,63 @@ describe('SAMPLE_REQUEST_KEYS', () => {
       stop: [],
       seed: 0,
       returnModelLogprobs: false,
+      topLogprobs: 5,
+      confidenceStop: { windowSize: 16, threshold: 1.5 },
     };
     expect([...SAMPLE_REQUEST_KEYS].sort()).toEqual(Object.keys(request).sort());
+  });
+});
+
+describe('validateConfidenceRequest', () => {
+  it('should return topLogprobs 0 when not asked and the checked fields otherwise', () => {
+    expect(validateConfidenceRequest({})).toEqual({ topLogprobs: 0 });
+    expect(
+      validateConfidenceRequest({
+        topLogprobs: 20,
+        confidenceStop: { windowSize: 2048, threshold: 17.5 },
+      }),
+    ).toEqual({ topLogprobs: 20, confidenceStop: { windowSize: 2048, threshold: 17.5 } });
+  });
+
+  it('should name the parameter of every bad field', () => {
+    const bad: [Partial<SampleRequest>, RegExp][] = [
+      [{ topLogprobs: 0 }, /request\.topLogprobs/],
+      [{ topLogprobs: 2.5 }, /request\.topLogprobs/],
+      [{ topLogprobs: 2, confidenceStop: { windowSize: 0, threshold: 1 } }, /windowSize/],
+      [{ topLogprobs: 2, confidenceStop: { windowSize: 4, threshold: 0 } }, /threshold/],
+      [{ topLogprobs: 2, confidenceStop: { windowSize: 4, threshold: Number.NaN } }, /threshold/],
+      [{ confidenceStop: { windowSize: 4, threshold: 1 } }, /request\.confidenceStop.*topLogprobs/],
+    ];
+    for (const [request, message] of bad) {
+      expect(() => validateConfidenceRequest(request, 'sample')).toThrow(message);
+    }
+    expect(() =>
+      validateConfidenceRequest({
+        topLogprobs: 2,
+        confidenceStop: { window: 4, threshold: 1 } as never,
+      }),
+    ).toThrow(expect.objectContaining({ code: 'UNKNOWN_OPTION' }));
+  });
+
+  it('should survive JSON (a remote sampler gets the same request)', () => {
+    const request: SampleRequest = {
+      prompts: ['x'],
+      n: 2,
+      maxNewTokens: 8,
+      topLogprobs: 3,
+      confidenceStop: { windowSize: 4, threshold: 0.5 },
+    };
+    const copy = JSON.parse(JSON.stringify(request)) as SampleRequest;
+    expect(copy).toEqual(request);
+    expect(validateConfidenceRequest(copy)).toEqual(validateConfidenceRequest(request));
+  });
+
+  it("should not make a group with a 'confidence' completion an aborted group", () => {
+    const group: Pick<Completion, 'finishReason'>[] = [
+      { finishReason: 'stop' },
+      { finishReason: 'confidence' },
+    ];
+    expect(isAbortedGroup(group)).toBe(false);
+    expect(isAbortedGroup([...group, { finishReason: 'abort' }])).toBe(true);
   });
 });

@@ -1,10 +1,42 @@
 import { AbortedError } from '../errors/aborted-error.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { UnsupportedSpecificationError } from '../errors/unsupported-specification-error.js';
+import { validateOptions } from '../validation/options.js';
+import { validateInteger, validateNumber } from '../validation/validate.js';
 import type { WeightSnapshot } from './weights.js';
 
-/** Why a completion ended. `stop`: EOS or a stop string; `length`: hit `maxNewTokens`; `abort`: cancelled. */
-export type FinishReason = 'stop' | 'length' | 'abort';
+/**
+ * Why a completion ended. `stop`: EOS or a stop string; `length`: hit `maxNewTokens`;
+ * `confidence`: ended by the request's `confidenceStop` (its sliding-window confidence dropped
+ * below the threshold: an incomplete trace, cut by the sampler on the model's own uncertainty, but
+ * *not* an aborted group); `abort`: cancelled.
+ */
+export type FinishReason = 'stop' | 'length' | 'confidence' | 'abort';
+
+/** Every {@link FinishReason}, for validation. */
+export const FINISH_REASONS = [
+  'stop',
+  'length',
+  'confidence',
+  'abort',
+] as const satisfies readonly FinishReason[];
+
+/** One of the most likely tokens at a position (see {@link Completion.topLogprobs}). */
+export type TopLogprob = { tokenId: number; logprob: number };
+
+/**
+ * DeepConf's online stop (Fu et al. 2025, "Deep Think with Confidence"). Token confidence
+ * `C_i = −mean` of the position's top-k logprobs (`k = topLogprobs`, model distribution); group
+ * confidence = mean `C_i` over the last `windowSize` tokens. Once a completion has `windowSize`
+ * tokens, the sampler ends it as soon as its group confidence is `< threshold`
+ * (`finishReason: 'confidence'`). Plain data: it survives JSON (remote samplers take it as is).
+ */
+export type ConfidenceStop = {
+  /** Tokens in the sliding window (integer ≥ 1; DeepConf uses 2048). */
+  windowSize: number;
+  /** Stop below this group confidence (finite, > 0: confidences are ≥ 0). */
+  threshold: number;
+};
 
 /** A prompt: text (the sampler tokenizes it, applying a chat template if configured) or token ids. */
 export type Prompt = string | readonly number[];
@@ -33,6 +65,16 @@ export type SampleRequest = {
   seed?: number;
   /** Also return the logprobs of the unmodified model distribution (temperature 1, no filtering). */
   returnModelLogprobs?: boolean;
+  /**
+   * Also return, per generated token, the `topLogprobs` most likely tokens of the *model*
+   * distribution (temperature 1, no filtering; integer ≥ 1): {@link Completion.topLogprobs}.
+   */
+  topLogprobs?: number;
+  /**
+   * End a completion whose sliding-window confidence drops below a threshold (DeepConf online;
+   * see {@link ConfidenceStop}). Requires `topLogprobs` (the confidence is computed from them).
+   */
+  confidenceStop?: ConfidenceStop;
 };
 
 /**
@@ -51,7 +93,63 @@ export const SAMPLE_REQUEST_KEYS = [
   'stop',
   'seed',
   'returnModelLogprobs',
+  'topLogprobs',
+  'confidenceStop',
 ] as const satisfies readonly (keyof SampleRequest)[];
+
+/** Keys of {@link ConfidenceStop}. */
+export const CONFIDENCE_STOP_KEYS = [
+  'windowSize',
+  'threshold',
+] as const satisfies readonly (keyof ConfidenceStop)[];
+
+/**
+ * Checks a request's `topLogprobs` and `confidenceStop` (the part of {@link SampleRequest} every
+ * sampler validates the same way) and returns them; `topLogprobs` 0 means "not asked".
+ * @throws {InvalidArgumentError} naming `request.topLogprobs`, `request.confidenceStop.windowSize`,
+ * `request.confidenceStop.threshold` or `request.confidenceStop` (given without `topLogprobs`);
+ * `UNKNOWN_OPTION` for an unknown key of `confidenceStop`.
+ */
+export function validateConfidenceRequest(
+  request: Pick<SampleRequest, 'topLogprobs' | 'confidenceStop'>,
+  functionName?: string,
+): { topLogprobs: number; confidenceStop?: ConfidenceStop } {
+  const topLogprobs =
+    request.topLogprobs === undefined
+      ? 0
+      : validateInteger(request.topLogprobs, {
+          parameter: 'request.topLogprobs',
+          functionName,
+          min: 1,
+        });
+  if (request.confidenceStop === undefined) return { topLogprobs };
+  const stop = validateOptions<ConfidenceStop>(request.confidenceStop, {
+    parameter: 'request.confidenceStop',
+    functionName,
+    known: CONFIDENCE_STOP_KEYS,
+  });
+  const windowSize = validateInteger(stop.windowSize, {
+    parameter: 'request.confidenceStop.windowSize',
+    functionName,
+    min: 1,
+  });
+  const threshold = validateNumber(stop.threshold, {
+    parameter: 'request.confidenceStop.threshold',
+    functionName,
+    min: 0,
+    exclusiveMin: true,
+  });
+  if (topLogprobs === 0) {
+    throw new InvalidArgumentError({
+      parameter: 'request.confidenceStop',
+      functionName,
+      value: request.confidenceStop,
+      expected:
+        'request.topLogprobs (k >= 1) alongside it: the window confidence is the mean of -mean(top-k logprobs)',
+    });
+  }
+  return { topLogprobs, confidenceStop: { windowSize, threshold } };
+}
 
 /** One sampled completion. */
 export type Completion = {
@@ -66,6 +164,13 @@ export type Completion = {
   logprobs: number[];
   /** Per-token logprobs of the unmodified model distribution, when `returnModelLogprobs` was set. */
   modelLogprobs?: number[];
+  /**
+   * When `topLogprobs: k` was asked: per generated token (same length as `tokenIds`), the k most
+   * likely tokens of the *model* distribution (`log softmax(logits)` at temperature 1, no
+   * filtering, no repetition penalty: the convention of `modelLogprobs`), most likely first, ties
+   * to the lower token id. The sampled token need not be among them.
+   */
+  topLogprobs?: TopLogprob[][];
   /** Prompt token ids as the model saw them (after templating, without padding). */
   promptTokenIds?: number[];
   finishReason: FinishReason;
@@ -82,6 +187,15 @@ export type Completion = {
  * reasons (a remote server shutting down); a group holding such a completion is *aborted*
  * ({@link isAbortedGroup}): no consumer scores, trains on, votes over or saves it. GrpoTrainer drops
  * it and counts it (`skipped/aborted_groups`); generateTraces does not write it; voting ignores it.
+ *
+ * **Confidence stop.** A request with `confidenceStop` (and `topLogprobs`) lets the sampler end a
+ * completion whose sliding-window confidence drops below the threshold (DeepConf online, see
+ * {@link ConfidenceStop}). Such a completion has `finishReason: 'confidence'`: it keeps every token
+ * up to and including the one whose window fell below the threshold (with their logprobs and top
+ * logprobs), its text is the text so far, and its group is *not* aborted. It is an incomplete
+ * trace, like `length`: DeepConf excludes it from the vote, and `maskTruncatedCompletions` masks it
+ * like a truncated one. A token that ends the completion for another reason (EOS, a stop string,
+ * `maxNewTokens`) keeps that reason.
  *
  * **Retry.** A sampler does not retry on its own; a rejected call may be repeated with the same
  * request and gives the same samples (same `seed`), so a retry is never a different experiment.
