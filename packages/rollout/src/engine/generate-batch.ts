@@ -1,6 +1,7 @@
-import type { Completion } from '@rlvr/core';
+import type { Completion, ConfidenceStop } from '@rlvr/core';
 import type { ResolvedLogitsOptions } from '../generation/logits-processors.js';
 import { sequenceRng, TokenSampler } from '../generation/samplers.js';
+import { topLogprobsOf } from '../generation/top-logprobs.js';
 import type { BatchDecoder } from './batch-decoder.js';
 import { prepareJobs } from './prepare-jobs.js';
 
@@ -15,6 +16,10 @@ export type GenerationSettings = {
   seed: number;
   returnModelLogprobs: boolean;
   eosTokenIds: number[];
+  /** Top logprobs per token (`request.topLogprobs`; 0 or absent: none). */
+  topLogprobs?: number;
+  /** `request.confidenceStop` (with `topLogprobs`). */
+  confidenceStop?: ConfidenceStop;
 };
 
 /** A token event, for streaming. */
@@ -52,7 +57,7 @@ export async function generateBatch(
     onToken?: (event: TokenEvent) => void;
   } = {},
 ): Promise<IndexedCompletion[]> {
-  const { trackers, finish, done, prompts, copies } = prepareJobs(jobs, settings, hooks);
+  const { trackers, finish, done, prompts, copies, recorder } = prepareJobs(jobs, settings, hooks);
   if (done) return done;
 
   const vocabSize = decoder.vocabSize;
@@ -79,6 +84,9 @@ export async function generateBatch(
       });
       tokens[row] = sampled.tokenId;
       tracker.push(sampled.tokenId, sampled.logprob, sampled.modelLogprob);
+      const k = settings.topLogprobs ?? 0;
+      if (recorder)
+        recorder.push(jobIndex, tracker, topLogprobsOf(logits, row * vocabSize, vocabSize, k));
       if (usePenalty && !seen[jobIndex]!.has(sampled.tokenId)) {
         seen[jobIndex]!.add(sampled.tokenId);
         refreshPenalty(jobIndex);

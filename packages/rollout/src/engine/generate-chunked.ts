@@ -1,4 +1,5 @@
 import { sequenceRng } from '../generation/samplers.js';
+import { readTopLogprobs } from '../generation/top-logprobs.js';
 import type { LoopDecoder } from '../loop/loop-decoder.js';
 import type {
   GenerationSettings,
@@ -32,11 +33,16 @@ export async function generateChunked(
     onToken?: (event: TokenEvent) => void;
   } = {},
 ): Promise<IndexedCompletion[]> {
-  const { trackers, finish, done, prompts, copies } = prepareJobs(jobs, settings, hooks);
+  const { trackers, finish, done, prompts, copies, recorder } = prepareJobs(jobs, settings, hooks);
   if (done) return done;
 
   const vocabSize = decoder.vocabSize;
-  const sampling = { ...settings.sampling, modelLogprobs: settings.returnModelLogprobs };
+  const topK = settings.topLogprobs ?? 0;
+  const sampling = {
+    ...settings.sampling,
+    modelLogprobs: settings.returnModelLogprobs,
+    topLogprobs: topK,
+  };
   const greedy = sampling.temperature === 0;
   const rngs = jobs.map((job) => sequenceRng(settings.seed, job.promptIndex, job.sampleIndex));
   const usePenalty = sampling.repetitionPenalty !== 1;
@@ -84,6 +90,12 @@ export async function generateChunked(
           logprob,
           settings.returnModelLogprobs ? result.modelLogprobs[at]! : undefined,
         );
+        if (recorder)
+          recorder.push(
+            jobIndex,
+            tracker,
+            readTopLogprobs(result.topValues, result.topIds, at, topK),
+          );
         if (usePenalty) seen[jobIndex]!.add(tokenId);
         hooks.onToken?.({
           promptIndex: jobs[jobIndex]!.promptIndex,

@@ -1,4 +1,5 @@
 import type { Completion } from '@rlvr/core';
+import { TopLogprobRecorder } from '../generation/confidence-stop.js';
 import { SequenceTracker } from '../generation/stopping-criteria.js';
 import type { GenerationSettings, IndexedCompletion, SequenceJob } from './generate-batch.js';
 
@@ -14,6 +15,8 @@ export type PreparedJobs = {
   prompts: number[][];
   /** How many consecutive jobs share each entry of `prompts`. */
   copies: number[];
+  /** Top logprobs and confidence stop, when the request asked for `topLogprobs`. */
+  recorder?: TopLogprobRecorder;
 };
 
 /** The shared start of both engines' generation loops. @internal */
@@ -32,6 +35,9 @@ export function prepareJobs(
         decode: hooks.decode,
       }),
   );
+  const recorder = settings.topLogprobs
+    ? new TopLogprobRecorder(jobs.length, settings.confidenceStop)
+    : undefined;
   const finish = () =>
     jobs.map((job, index) => {
       const tracker = trackers[index]!;
@@ -43,6 +49,7 @@ export function prepareJobs(
         promptTokenIds: job.promptTokenIds,
       };
       if (settings.returnModelLogprobs) completion.modelLogprobs = tracker.modelLogprobs;
+      recorder?.attach(index, completion);
       return { promptIndex: job.promptIndex, sampleIndex: job.sampleIndex, completion };
     });
   const prompts: number[][] = [];
@@ -65,5 +72,5 @@ export function prepareJobs(
       previousKey = key;
     }
   }
-  return { trackers, finish, prompts, copies };
+  return { trackers, finish, prompts, copies, recorder };
 }

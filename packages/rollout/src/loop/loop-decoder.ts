@@ -29,10 +29,13 @@ export type ChunkResult = {
   tokens: BigInt64Array;
   logprobs: Float32Array;
   modelLogprobs: Float32Array;
+  /** `[rows, steps, k]` top-k logprobs of the model distribution and their ids (k = `topLogprobs`). */
+  topValues: Float32Array;
+  topIds: BigInt64Array;
 };
 
 /** Per-request sampling settings, fed to every call. @internal */
-export type LoopSampling = ResolvedLogitsOptions & { modelLogprobs: boolean };
+export type LoopSampling = ResolvedLogitsOptions & { modelLogprobs: boolean; topLogprobs?: number };
 
 function readLoopLayout(session: Ort.InferenceSession): LoopLayout {
   const inputs = new Map(session.inputMetadata.map((meta) => [meta.name, meta]));
@@ -138,6 +141,7 @@ export class LoopDecoder {
       [io.penalty]: scalarF(sampling.repetitionPenalty),
       [io.usePenalty]: scalarB(sampling.repetitionPenalty !== 1),
       [io.modelLogprobs]: scalarB(sampling.modelLogprobs),
+      [io.topLogprobs]: scalarI(sampling.topLogprobs ?? 0),
     };
   }
 
@@ -166,6 +170,8 @@ export class LoopDecoder {
       tokens: outputs[out.tokens]!.data as BigInt64Array,
       logprobs: outputs[out.logprobs]!.data as Float32Array,
       modelLogprobs: outputs[out.modelLogprobs]!.data as Float32Array,
+      topValues: outputs[out.topValues]!.data as Float32Array,
+      topIds: outputs[out.topIds]!.data as BigInt64Array,
     };
   }
 

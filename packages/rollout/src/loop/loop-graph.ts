@@ -12,6 +12,7 @@ import {
   valueInfo,
 } from '@rlvr/model';
 import { emitSample, type Sampling } from './loop-sampling.js';
+import { emitTopLogprobColumns, emitTopLogprobs } from './loop-top-logprobs.js';
 
 /** ONNX opset of the loop graph (plain ai.onnx ops only). @internal */
 export const LOOP_OPSET = 17;
@@ -41,8 +42,15 @@ export const LOOP_IO = {
     penalty: 'repetition_penalty',
     usePenalty: 'use_penalty',
     modelLogprobs: 'want_model_logprobs',
+    topLogprobs: 'top_logprobs',
   },
-  outputs: { tokens: 'tokens', logprobs: 'logprobs', modelLogprobs: 'model_logprobs' },
+  outputs: {
+    tokens: 'tokens',
+    logprobs: 'logprobs',
+    modelLogprobs: 'model_logprobs',
+    topValues: 'top_logprob_values',
+    topIds: 'top_logprob_ids',
+  },
   past: (layer: number, kind: 'key' | 'value') => `past_key_values.${layer}.${kind}`,
   present: (layer: number, kind: 'key' | 'value') => `present.${layer}.${kind}`,
 } as const;
@@ -64,6 +72,8 @@ type FirstStep = {
   token: string;
   logprob: string;
   modelLogprob: string;
+  /** Top-k logprobs of the model distribution (values, ids), `[R, k]`. */
+  top: [string, string];
   seen: string;
   /** The cache of the output rows after the first step, fixed during the loop. */
   rowPast: [string, string][];
@@ -129,9 +139,10 @@ function emitFirstStep(context: LoopContext): FirstStep {
     g.op('Gather', [lastState, io.rows], { axis: 0 }),
     g.int64([-1, hidden]),
   ]);
+  const logits = llama.logits(g, rowState);
   const [token, logprob, modelLogprob, seen] = emitSample(
     g,
-    llama.logits(g, rowState),
+    logits,
     context.uniformAt(g, g.int64([0])),
     io.seen,
     SAMPLING,
@@ -147,7 +158,8 @@ function emitFirstStep(context: LoopContext): FirstStep {
     g.int64([1]),
   ]);
   const rowMask = g.op('Gather', [maskBool, io.rows], { axis: 0 });
-  return { token, logprob, modelLogprob, seen, rowPast, rowMask, position };
+  const top = emitTopLogprobs(g, g, logits, io.topLogprobs);
+  return { token, logprob, modelLogprob, top, seen, rowPast, rowMask, position };
 }
 
 /**
@@ -198,9 +210,11 @@ function emitLoopBody(context: LoopContext, first: FirstStep): OnnxGraph {
       return llama.mergeHeads(body, llama.attention(body, q, [...blocks], pastLength), mergedShape);
     },
   });
+  const bodyLogits = llama.logits(body, state);
+  const top = emitTopLogprobs(g, body, bodyLogits, io.topLogprobs);
   const [token, logprob, modelLogprob, seen] = emitSample(
     body,
-    llama.logits(body, state),
+    bodyLogits,
     context.uniformAt(body, body.op('Add', [iteration, g.int64([1])])),
     seenIn,
     SAMPLING,
@@ -230,6 +244,8 @@ function emitLoopBody(context: LoopContext, first: FirstStep): OnnxGraph {
       valueInfo(body.op('Identity', [token]), DataType.INT64, row),
       valueInfo(body.op('Identity', [logprob]), DataType.FLOAT, row),
       valueInfo(body.op('Identity', [modelLogprob]), DataType.FLOAT, row),
+      valueInfo(body.op('Identity', [top[0]]), DataType.FLOAT, ['R', 'K']),
+      valueInfo(body.op('Identity', [top[1]]), DataType.INT64, ['R', 'K']),
     ],
   );
 }
@@ -252,14 +268,12 @@ function emitLoopAndOutputs(context: LoopContext, first: FirstStep, bodyGraph: O
       ...first.rowPast.flatMap(([key, value]) => [emptyRecent(key), emptyRecent(value)]),
     ],
     { body: { graph: bodyGraph } },
-    3 + 2 * layers + 3,
+    3 + 2 * layers + 5,
   );
   const finalRecent = loopOutputs.slice(3, 3 + 2 * layers);
-  const [scanTokens, scanLogprobs, scanModels] = loopOutputs.slice(3 + 2 * layers) as [
-    string,
-    string,
-    string,
-  ];
+  const [scanTokens, scanLogprobs, scanModels, scanTopValues, scanTopIds] = loopOutputs.slice(
+    3 + 2 * layers,
+  ) as [string, string, string, string, string];
   // scan outputs are [N − 1, R, 1]: → [R, N − 1], after the first step's column
   const columns = (firstColumn: string, scanned: string, output: string) =>
     g.add(
@@ -275,6 +289,8 @@ function emitLoopAndOutputs(context: LoopContext, first: FirstStep, bodyGraph: O
   columns(first.token, scanTokens, out.tokens);
   columns(first.logprob, scanLogprobs, out.logprobs);
   columns(first.modelLogprob, scanModels, out.modelLogprobs);
+  emitTopLogprobColumns(g, first.top[0], scanTopValues, out.topValues);
+  emitTopLogprobColumns(g, first.top[1], scanTopIds, out.topIds);
   first.rowPast.forEach(([key, value], layer) => {
     g.add('Concat', [key, finalRecent[2 * layer]!], { axis: 2 }, [LOOP_IO.present(layer, 'key')]);
     g.add('Concat', [value, finalRecent[2 * layer + 1]!], { axis: 2 }, [
@@ -306,12 +322,15 @@ function loopGraphIo(config: LlamaConfig): { input: OnnxValueInfo[]; output: Onn
     scalar(io.penalty, DataType.FLOAT),
     scalar(io.usePenalty, DataType.BOOL),
     scalar(io.modelLogprobs, DataType.BOOL),
+    scalar(io.topLogprobs, DataType.INT64),
   ];
   const out = LOOP_IO.outputs;
   const output = [
     valueInfo(out.tokens, DataType.INT64, ['R', 'N']),
     valueInfo(out.logprobs, DataType.FLOAT, ['R', 'N']),
     valueInfo(out.modelLogprobs, DataType.FLOAT, ['R', 'N']),
+    valueInfo(out.topValues, DataType.FLOAT, ['R', 'N', 'K']),
+    valueInfo(out.topIds, DataType.INT64, ['R', 'N', 'K']),
   ];
   for (let layer = 0; layer < config.num_hidden_layers; layer++) {
     for (const kind of ['key', 'value'] as const) {

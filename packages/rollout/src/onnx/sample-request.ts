@@ -2,6 +2,7 @@ import {
   InvalidArgumentError,
   SAMPLE_REQUEST_KEYS,
   type SampleRequest,
+  validateConfidenceRequest,
   validateInteger,
   validateOptions,
 } from '@rlvr/core';
@@ -119,6 +120,15 @@ export function prepareRequest(request: SampleRequest, context: RequestContext):
       expected: 'a boolean',
     });
   }
+  const confidence = validateConfidenceRequest(req, functionName);
+  if (confidence.topLogprobs > context.vocabSize) {
+    throw new InvalidArgumentError({
+      parameter: 'request.topLogprobs',
+      functionName,
+      value: req.topLogprobs,
+      expected: `an integer in [1, ${context.vocabSize}] (the vocabulary size)`,
+    });
+  }
   const seed =
     req.seed === undefined
       ? Math.floor(Math.random() * 2 ** 32)
@@ -136,6 +146,8 @@ export function prepareRequest(request: SampleRequest, context: RequestContext):
     seed,
     returnModelLogprobs: req.returnModelLogprobs === true,
     eosTokenIds: context.eosTokenIds,
+    ...(confidence.topLogprobs > 0 ? { topLogprobs: confidence.topLogprobs } : {}),
+    ...(confidence.confidenceStop ? { confidenceStop: confidence.confidenceStop } : {}),
   };
   return { jobs, settings, promptCount: req.prompts.length, n };
 }
