@@ -131,6 +131,39 @@ describe('GrpoTrainer: asynchronous GRPO (maxStaleness)', () => {
     expect(run.records[2]!.diagnostics!.join('\n')).toMatch(/no group left to train on/);
   });
 
+  it('should date a reported policyVersion by the weight pushes, not by optimizer steps', async () => {
+    // Like a queue worker: each completion reports the snapshot step of the weights it holds.
+    let held = 0;
+    let calls = 0;
+    const sampler = new MockSampler({
+      script: (request) => {
+        calls += 1;
+        const policyVersion = held;
+        // call 1's groups are aborted: step 1 has nothing to train on and pushes no weights
+        const finishReason = calls === 1 ? ('abort' as const) : ('stop' as const);
+        return request.prompts.map(() =>
+          ['3', '1'].map((text) => ({ ...scripted(text, { finishReason }), policyVersion })),
+        );
+      },
+    });
+    const update = sampler.updateWeights.bind(sampler);
+    sampler.updateWeights = async (snapshot) => {
+      held = snapshot.step;
+      await update(snapshot);
+    };
+    const run = await runSteps(
+      { maxSteps: 3, mismatch: MISMATCH, maxStaleness: 1 },
+      { sampler, events: [], maxActive: () => 0 },
+    );
+    const at = (step: number, key: string) => run.records[step - 1]!.metrics[key];
+    expect(at(1, 'optimizer_step')).toBe(0);
+    // Step 3's request went out during step 2, when the weights of snapshot 0 were still
+    // current (version 1): staleness 1, kept. Read as "version 0" it would be 2, and dropped.
+    expect(at(3, 'async/dropped_stale_groups')).toBe(0);
+    expect(at(3, 'async/staleness_max')).toBe(1);
+    expect(at(3, 'dynamic_sampling/kept_groups')).toBe(2);
+  });
+
   it('should leave no trace of an aborted step and repeat the same requests', async () => {
     const outputDir = join(root, 'aborted');
     const controller = new AbortController();

@@ -75,6 +75,8 @@ function issue(run: RunContext, step: number): InFlight {
  */
 export function topUp(run: RunContext, step: number, lastStep: number): void {
   run.inflight ??= [];
+  // the weights the sampler holds before this process's first update
+  run.weightHistory ??= { current: run.policy.step, lastCurrent: new Map() };
   const queue = run.inflight;
   let next = queue.length > 0 ? queue[queue.length - 1]!.step + 1 : step;
   while (next <= Math.min(step + run.config.maxStaleness, lastStep)) {
@@ -117,14 +119,30 @@ function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pr
   });
 }
 
-/** The version a group was sampled with: the request's, or older if a completion says so. */
-function groupVersion(issued: number, completions: readonly Completion[]): number {
+/**
+ * Records that the weight snapshot `snapshotStep` replaced the current one during the step being
+ * run: the old one was current up to the version before it (`run.completed`). @internal
+ */
+export function notePush(run: RunContext, snapshotStep: number): void {
+  const history = run.weightHistory;
+  if (history === undefined || history.current === snapshotStep) return;
+  history.lastCurrent.set(history.current, run.completed);
+  history.current = snapshotStep;
+}
+
+/**
+ * The version a group was sampled with: the request's, or older when a completion reports
+ * (`policyVersion`: the `step` of the weight snapshot that sampled it, as queue workers do)
+ * weights that had been replaced before the request was issued: then the last version at which
+ * they were current. Snapshots this run did not push are ignored.
+ */
+function groupVersion(run: RunContext, issued: number, completions: readonly Completion[]): number {
   let version = issued;
   for (const completion of completions) {
     const reported = (completion as Completion & { policyVersion?: unknown }).policyVersion;
-    if (typeof reported === 'number' && Number.isInteger(reported) && reported < version) {
-      version = reported;
-    }
+    if (typeof reported !== 'number') continue;
+    const last = run.weightHistory?.lastCurrent.get(reported);
+    if (last !== undefined && last < version) version = last;
   }
   return version;
 }
@@ -143,7 +161,8 @@ export function asyncSource(run: RunContext, step: number, lastStep: number): Ro
     return {
       records: entry.records,
       result,
-      staleness: (completions) => run.completed - groupVersion(entry.policyVersion, completions),
+      staleness: (completions) =>
+        run.completed - groupVersion(run, entry.policyVersion, completions),
     };
   };
 }

@@ -146,8 +146,9 @@ export type GrpoConfig = {
    * (default 0: synchronous). With k ≥ 1 the sampler requests of the next k steps are issued
    * before this step's update, so generation overlaps training; at most k + 1 requests are in
    * flight (backpressure). Each group carries the policy version that sampled it (generation
-   * steps completed when its request was issued, or older when a completion reports a smaller
-   * `policyVersion`); it is trained on only while `current − version ≤ maxStaleness`, else
+   * steps completed when its request was issued, or older when a completion reports, as
+   * `policyVersion`, the `step` of a weight snapshot that had already been replaced then, as
+   * `@rlvr/distributed`'s rollout workers do); it is trained on only while `current − version ≤ maxStaleness`, else
    * dropped and counted (`async/dropped_stale_groups`). Needs `mismatch` (the behaviour logprobs
    * are the stale policy's; the importance-sampling correction handles the off-policy part) and
    * is not combined with `dynamicSampling` yet. In-flight requests are not checkpointed: a

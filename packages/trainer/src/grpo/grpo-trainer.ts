@@ -8,6 +8,7 @@ import {
   asyncMetrics,
   asyncSource,
   discardInflight,
+  notePush,
   restartPoint,
   rewindInflight,
 } from './grpo-async.js';
@@ -34,6 +35,7 @@ async function pushWeights(run: RunContext, outcome: TrainOutcome): Promise<numb
   if (!run.config.syncWeights || !outcome.updates.some((update) => !update.skipped)) return 0;
   const started = performance.now();
   await run.sampler.updateWeights!(run.model.toWeightSnapshot(run.policy.step));
+  notePush(run, run.policy.step);
   return performance.now() - started;
 }
 

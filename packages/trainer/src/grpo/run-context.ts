@@ -41,6 +41,12 @@ export type RunContext = {
   lastCheckpointMs: number;
   /** Asynchronous GRPO: requests issued ahead of their step, oldest first (not checkpointed). */
   inflight?: InFlight[];
+  /**
+   * Asynchronous GRPO: the weight snapshots pushed to the sampler, by their `step` (what a
+   * sampler reports as a completion's `policyVersion`): the current one, and for each replaced
+   * one the last version (generation steps completed) at which it was current.
+   */
+  weightHistory?: { current: number; lastCurrent: Map<number, number> };
 };
 
 /** The run state saved in a checkpoint. @internal */
