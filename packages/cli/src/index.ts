@@ -1,1 +1,12 @@
+export type { Command, CommandContext, Io } from './commands/command.js';
+export type { ConfigSpec, ResolvedConfig } from './config/load-config.js';
+export { parseSet, readConfigFile, resolveConfig } from './config/load-config.js';
+export type { DatasetConfig, DatasetRecord } from './data/load-dataset.js';
+export { DATASET_FIELDS, loadDataset } from './data/load-dataset.js';
+export { DATASET_FORMATS, readRows } from './data/read-rows.js';
+export { ConfigError } from './errors/config-error.js';
+export { DatasetError } from './errors/dataset-error.js';
+export { REPORT_TO } from './logging/sinks.js';
+export { REWARDS, resolveRewards } from './rewards/resolve-rewards.js';
+export { COMMANDS, EXIT, runCli } from './run-cli.js';
 export { VERSION } from './version.js';

@@ -1,0 +1,203 @@
+import { join } from 'node:path';
+import { ErrorCode, passAtK, type WeightedReward } from '@rlvr/core';
+import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
+import type { ConfigSpec } from '../config/load-config.js';
+import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
+import { ConfigError } from '../errors/config-error.js';
+import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
+import { resolveRewards } from '../rewards/resolve-rewards.js';
+import type { Command } from './command.js';
+import { checkOutput, openOutput, SAMPLING_KEYS, sampleAll, samplingOf } from './sampling.js';
+
+/** Files `rlvr eval` writes into `outputDir`. */
+export const EVAL_FILES = { results: 'eval-results.json', samples: 'eval-samples.jsonl' } as const;
+
+const spec: ConfigSpec = {
+  known: [
+    'model',
+    'dataset',
+    'rewards',
+    'n',
+    'ks',
+    'threshold',
+    'batchSize',
+    'outputDir',
+    'sampler',
+    ...SAMPLING_KEYS,
+  ],
+  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
+  defaults: { n: 4, threshold: 1, batchSize: 8, temperature: 1, seed: 0 },
+  required: ['model', 'dataset', 'rewards', 'maxNewTokens'],
+};
+
+/** One evaluated sample. */
+type Scored = {
+  text: string;
+  reward: number;
+  correct: boolean;
+  answer: string | null;
+  finishReason: string;
+};
+
+async function score(
+  rewards: readonly WeightedReward[],
+  record: DatasetRecord,
+  completion: { text: string; finishReason: string; tokenIds: number[] },
+  threshold: number,
+): Promise<Scored> {
+  let total = 0;
+  for (const reward of rewards) {
+    const value = await reward.fn({
+      prompt: record.prompt,
+      completion: completion.text,
+      promptId: record.id,
+      finishReason: completion.finishReason as 'stop',
+      completionTokens: completion.tokenIds.length,
+      metadata: record.extra,
+      ...(record.answer === undefined ? {} : { answer: record.answer }),
+    });
+    total += (reward.weight ?? 1) * (value ?? 0);
+  }
+  return {
+    text: completion.text,
+    reward: total,
+    correct: total >= threshold,
+    answer: defaultExtract(completion.text),
+    finishReason: completion.finishReason,
+  };
+}
+
+/** pass@k (unbiased, from the correct count) and maj@k (exact, gold answers only) per k. */
+export function curves(
+  samples: readonly { record: DatasetRecord; scored: readonly Scored[] }[],
+  ks: readonly number[],
+): { k: number; passAtK: number; majAtK: number | null }[] {
+  return ks.map((k) => {
+    const pass = samples.map(({ scored }) =>
+      passAtK(scored.length, scored.filter((s) => s.correct).length, k),
+    );
+    const withGold = samples.filter(
+      ({ record }) => typeof record.answer === 'string' || typeof record.answer === 'number',
+    );
+    const maj = withGold.map(({ record, scored }) =>
+      majAtKFromAnswers(
+        scored.map((s) => s.answer),
+        String(record.answer),
+        k,
+      ),
+    );
+    const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+    return { k, passAtK: mean(pass), majAtK: maj.length === 0 ? null : mean(maj) };
+  });
+}
+
+export const evalCommand: Command = {
+  name: 'eval',
+  summary: 'pass@k and maj@k of a checkpoint on a dataset, scored by rewards/verifiers',
+  usage: '--config eval.yaml [--set key=value]... [--overwrite]',
+  spec,
+  details: `Config keys: model, dataset, rewards (as in grpo), n (samples per prompt), ks (default
+1, 2, 4, … n), threshold (a sample is correct when its weighted reward ≥ threshold; default 1),
+batchSize, outputDir (writes eval-results.json and eval-samples.jsonl there), sampler, and the
+SampleRequest keys maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed.
+maj@k votes over the extracted final answers (@rlvr/voting) against the answer column.`,
+  example: `rlvr eval --config eval.yaml --set model=grpo-run --set n=8
+# eval.yaml
+model: grpo-run
+dataset: data/test.jsonl
+rewards: [math]
+maxNewTokens: 32
+outputDir: grpo-run`,
+  async run(context) {
+    const { config, io } = context;
+    const values = config.values;
+    const source = (key: string) => config.origins.get(key) ?? config.file;
+    const n = values.n as number;
+    const ks = (values.ks as number[] | undefined) ?? defaultKs(n);
+    const outputDir = values.outputDir as string | undefined;
+    if (outputDir !== undefined) {
+      checkOutput(join(outputDir, EVAL_FILES.results), context.overwrite);
+      checkOutput(join(outputDir, EVAL_FILES.samples), context.overwrite);
+    }
+    const rewards = await resolveRewards(values.rewards, source('rewards'));
+    const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
+    const records = await loadDataset(values.dataset, {
+      need: ['prompt'],
+      ...(tokenizer ? { chat: tokenizer } : {}),
+      source: source('dataset'),
+    });
+    for (const k of ks) {
+      if (!Number.isInteger(k) || k < 1 || k > n) {
+        throw new ConfigError({
+          key: 'ks',
+          source: source('ks'),
+          message: `every k must be an integer in [1, n = ${n}], got ${String(k)}`,
+          code: ErrorCode.INVALID_ARGUMENT,
+        });
+      }
+    }
+    const sampler = await createSampler(
+      checkpoint,
+      values.sampler as Record<string, unknown> | undefined,
+    );
+    let groups: Awaited<ReturnType<typeof sampleAll>>;
+    try {
+      groups = await sampleAll({
+        sampler,
+        prompts: records.map((record) => record.prompt),
+        n,
+        batchSize: values.batchSize as number,
+        request: samplingOf(values),
+        progress: context.progress,
+        label: 'eval',
+      });
+    } finally {
+      await sampler.close();
+    }
+    const threshold = values.threshold as number;
+    const samples = [];
+    for (const [index, record] of records.entries()) {
+      const scored = [];
+      for (const completion of groups[index]!)
+        scored.push(await score(rewards, record, completion, threshold));
+      samples.push({ record, scored });
+    }
+    const table = curves(samples, ks);
+    const meanReward =
+      samples.flatMap((s) => s.scored.map((x) => x.reward)).reduce((a, b) => a + b, 0) /
+      (records.length * n);
+    io.stdout(
+      `eval: ${records.length} prompts × ${n} samples, mean reward ${meanReward.toFixed(4)}\n`,
+    );
+    io.stdout(`${'k'.padStart(4)}  ${'pass@k'.padStart(8)}  ${'maj@k'.padStart(8)}\n`);
+    for (const row of table) {
+      io.stdout(
+        `${String(row.k).padStart(4)}  ${row.passAtK.toFixed(4).padStart(8)}  ${(row.majAtK === null ? '-' : row.majAtK.toFixed(4)).padStart(8)}\n`,
+      );
+    }
+    if (outputDir !== undefined) {
+      const results = await openOutput(join(outputDir, EVAL_FILES.results), context.overwrite);
+      await results.write(
+        JSON.stringify(
+          { prompts: records.length, n, threshold, meanReward, curve: table },
+          null,
+          2,
+        ),
+      );
+      await results.close();
+      const file = await openOutput(join(outputDir, EVAL_FILES.samples), context.overwrite);
+      for (const { record, scored } of samples) {
+        await file.write(
+          JSON.stringify({
+            id: record.id,
+            prompt: record.prompt,
+            answer: record.answer ?? null,
+            samples: scored,
+          }),
+        );
+      }
+      await file.close();
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,79 @@
+import type { ConfigSpec } from '../config/load-config.js';
+import { DATASET_KEYS, loadDataset } from '../data/load-dataset.js';
+import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
+import type { Command } from './command.js';
+import { checkOutput, openOutput, SAMPLING_KEYS, sampleAll, samplingOf } from './sampling.js';
+
+const spec: ConfigSpec = {
+  known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
+  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
+  defaults: { n: 4, batchSize: 8, temperature: 1, seed: 0 },
+  required: ['model', 'dataset', 'out', 'maxNewTokens'],
+};
+
+export const generateCommand: Command = {
+  name: 'generate',
+  summary: 'sample n completions per prompt from a checkpoint into a JSONL file (@rlvr/rollout)',
+  usage: '--config generate.yaml [--set key=value]... [--overwrite]',
+  spec,
+  details: `Config keys: model, dataset, out (the JSONL to write), n (completions per prompt, G),
+batchSize (prompts per sampler call), sampler (@rlvr/rollout options) and the SampleRequest keys
+maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed. Each output line:
+{"id", "prompt", "answer"?, "completions": [{"text", "finishReason", "tokens"}]}. The output
+feeds rlvr vote (samples) or your own analysis.`,
+  example: `rlvr generate --set model=grpo-run --set dataset=data/test.jsonl --set out=samples.jsonl \\
+  --set n=8 --set maxNewTokens=32 --set temperature=0.7`,
+  async run(context) {
+    const { config, io } = context;
+    const values = config.values;
+    const source = (key: string) => config.origins.get(key) ?? config.file;
+    const out = String(values.out);
+    checkOutput(out, context.overwrite);
+    const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
+    const records = await loadDataset(values.dataset, {
+      need: ['prompt'],
+      ...(tokenizer ? { chat: tokenizer } : {}),
+      source: source('dataset'),
+    });
+    const sampler = await createSampler(
+      checkpoint,
+      values.sampler as Record<string, unknown> | undefined,
+    );
+    try {
+      const groups = await sampleAll({
+        sampler,
+        prompts: records.map((record) => record.prompt),
+        n: values.n as number,
+        batchSize: values.batchSize as number,
+        request: samplingOf(values),
+        progress: context.progress,
+        label: 'generate',
+      });
+      const file = await openOutput(out, context.overwrite);
+      try {
+        for (const [index, record] of records.entries()) {
+          await file.write(
+            JSON.stringify({
+              id: record.id,
+              prompt: record.prompt,
+              ...(record.answer === undefined ? {} : { answer: record.answer }),
+              completions: groups[index]!.map((completion) => ({
+                text: completion.text,
+                finishReason: completion.finishReason,
+                tokens: completion.tokenIds.length,
+              })),
+            }),
+          );
+        }
+      } finally {
+        await file.close();
+      }
+      io.stdout(
+        `generate: ${records.length} prompts × ${String(values.n)} completions written to ${out}\n`,
+      );
+      return 0;
+    } finally {
+      await sampler.close();
+    }
+  },
+};

@@ -1,0 +1,186 @@
+import {
+  createGrpoTrainer,
+  createLlamaModel,
+  GRPO_CONFIG_KEYS,
+  type GrpoConfig,
+  TRAINER_DEFAULTS,
+} from '@rlvr/trainer';
+import { attributeError, type ConfigSpec } from '../config/load-config.js';
+import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
+import { startProgress } from '../logging/progress.js';
+import { openSinks, parseReportTo } from '../logging/sinks.js';
+import {
+  createSampler,
+  loadModel,
+  SAMPLER_KEYS,
+  selectTrainingBackend,
+} from '../model/resolve-model.js';
+import { resolveRewards } from '../rewards/resolve-rewards.js';
+import type { Command } from './command.js';
+import { checkRunFolder, outputDirOf, saveRunModel, writeRunConfig } from './run-folder.js';
+
+/** Keys of `rlvr grpo`'s config besides @rlvr/trainer's `GrpoConfig` keys. */
+export const GRPO_CLI_KEYS = [
+  'model',
+  'dataset',
+  'rewards',
+  'reportTo',
+  'backend',
+  'sampler',
+  'resume',
+  'acceptConfigChanges',
+] as const;
+
+/** `GrpoConfig` defaults as `createGrpoTrainer` applies them (shown by `--print-config`). */
+const GRPO_DEFAULTS = {
+  promptsPerStep: 4,
+  groupSize: TRAINER_DEFAULTS.groupSize,
+  seed: 0,
+  shuffle: true,
+  temperature: TRAINER_DEFAULTS.temperature,
+  beta: TRAINER_DEFAULTS.beta,
+  epsilonLow: TRAINER_DEFAULTS.epsilonLow,
+  lossAggregation: TRAINER_DEFAULTS.lossAggregation,
+  numIterations: TRAINER_DEFAULTS.numIterations,
+  advantageBaseline: 'mean',
+  schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
+  maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
+  onNonFinite: TRAINER_DEFAULTS.onNonFinite,
+  maxConsecutiveSkips: TRAINER_DEFAULTS.maxConsecutiveSkips,
+  logCompletionsEvery: 1,
+  keepLast: 2,
+  reportTo: ['jsonl'],
+  backend: 'auto',
+};
+
+const spec: ConfigSpec = {
+  known: [...GRPO_CONFIG_KEYS, ...GRPO_CLI_KEYS],
+  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
+  defaults: GRPO_DEFAULTS,
+  required: ['model', 'dataset', 'rewards', 'outputDir', 'maxSteps', 'maxNewTokens'],
+};
+
+/** The `GrpoConfig` handed to the trainer: the keys the user set (defaults are the trainer's). */
+function trainerConfig(
+  values: Record<string, unknown>,
+  origins: ReadonlyMap<string, string>,
+): GrpoConfig {
+  const out: Record<string, unknown> = {};
+  for (const key of GRPO_CONFIG_KEYS) {
+    if (origins.has(key) && values[key] !== undefined) out[key] = values[key];
+  }
+  return { ...out, progress: false } as GrpoConfig;
+}
+
+export const grpoCommand: Command = {
+  name: 'grpo',
+  summary: 'train a policy with GRPO on verifiable rewards (@rlvr/trainer GrpoTrainer)',
+  usage:
+    '--config grpo.yaml [--set key=value]... [--report-to jsonl,csv,tensorboard] [--resume | --overwrite]',
+  trains: true,
+  spec,
+  details: `Config keys: @rlvr/trainer's GrpoConfig (maxSteps, groupSize, beta, schedule, …; see its README)
+plus model (checkpoint folder or run folder), dataset (path or { path, columns, format, limit }),
+rewards (names: math, r1-format, ifeval, code, countdown, … with weights, or { module: ./r.js }),
+reportTo, backend (auto|wasm|cpu), sampler (@rlvr/rollout options: workers, threads, engine, …),
+resume, acceptConfigChanges. Writes outputDir/metrics.jsonl, completions.jsonl, checkpoints/,
+model/ (the final policy) and rlvr-config.yaml.`,
+  example: `rlvr grpo --config grpo.yaml --set beta=0.04 --report-to jsonl,tensorboard
+# grpo.yaml
+model: sft-run
+dataset: { path: data/train.jsonl, columns: { prompt: question, answer: solution } }
+rewards: [ { name: math, weight: 1 }, { name: r1-format, weight: 0.2 } ]
+outputDir: grpo-run
+maxSteps: 20
+maxNewTokens: 32
+groupSize: 8`,
+  async run(context) {
+    const { config, io } = context;
+    const values = config.values;
+    const source = (key: string) => config.origins.get(key) ?? config.file;
+    const outputDir = outputDirOf(config);
+    const resume = values.resume === true || typeof values.resume === 'string';
+    const reportTo = parseReportTo(values.reportTo, source('reportTo'));
+    checkRunFolder(outputDir, { overwrite: context.overwrite, resume });
+    const rewards = await resolveRewards(values.rewards, source('rewards'));
+    const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
+    const dataset = toPromptRecords(
+      await loadDataset(values.dataset, {
+        need: ['prompt'],
+        ...(tokenizer ? { chat: tokenizer } : {}),
+        source: source('dataset'),
+      }),
+    );
+    await selectTrainingBackend(values.backend);
+    const model = await createLlamaModel(checkpoint);
+    const sampler = await createSampler(
+      checkpoint,
+      values.sampler as Record<string, unknown> | undefined,
+    );
+    let grpo: Awaited<ReturnType<typeof createGrpoTrainer>> | undefined;
+    let sinks: Awaited<ReturnType<typeof openSinks>> | undefined;
+    const grpoConfig = trainerConfig(values, config.origins);
+    const bar = { current: startProgress('grpo', 0, false) };
+    try {
+      const pending: Promise<void>[] = [];
+      // Sinks create their files on the first record: opening them first writes nothing.
+      sinks = await openSinks({
+        reportTo,
+        dir: outputDir,
+        skipJsonl: true,
+        overwrite: context.overwrite,
+        resume,
+        quiet: context.quiet,
+        print: (line) => io.stderr(`${line}\n`),
+      });
+      grpo = await createGrpoTrainer({
+        model,
+        sampler,
+        dataset,
+        rewards,
+        config: grpoConfig,
+        ...(tokenizer ? { tokenizer } : {}),
+        ...(resume ? { resume: typeof values.resume === 'string' ? values.resume : true } : {}),
+        ...(context.overwrite && !resume ? { overwrite: true } : {}),
+        ...(values.acceptConfigChanges === true ? { acceptConfigChanges: true } : {}),
+        onLog: (message) => {
+          if (!context.quiet) io.stderr(`${message}\n`);
+        },
+        onStep: (record) => {
+          pending.push(sinks!.write({ ...record, phase: record.phase ?? 'train' }));
+          bar.current.update(
+            record.step,
+            `reward ${(record.metrics['reward/mean'] ?? 0).toFixed(3)} loss ${(record.metrics.loss ?? 0).toExponential(2)}`,
+          );
+        },
+      }).catch((error: unknown) => {
+        throw attributeError(error, config);
+      });
+      await writeRunConfig(outputDir, 'grpo', config);
+      bar.current = startProgress(
+        'grpo',
+        grpoConfig.maxSteps,
+        context.progress,
+        grpo.completedSteps,
+      );
+      const result = await grpo.train();
+      bar.current.stop();
+      await Promise.all(pending);
+      const modelDir = await saveRunModel(outputDir, {
+        ...checkpoint,
+        tensors: model.toCheckpoint().tensors,
+      });
+      const last = result.last?.metrics ?? {};
+      io.stdout(
+        `grpo: ${result.steps} steps, reward/mean ${(last['reward/mean'] ?? Number.NaN).toFixed(4)}; model saved to ${modelDir}\n`,
+      );
+      return 0;
+    } finally {
+      bar.current.stop();
+      await sinks?.close();
+      await sampler.close();
+      grpo?.dispose();
+      model.dispose();
+    }
+  },
+};

@@ -1,0 +1,89 @@
+import { existsSync } from 'node:fs';
+import { mkdir, open } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { type Completion, OverwriteRefusedError } from '@rlvr/core';
+import type { OnnxSampler } from '@rlvr/rollout';
+import { startProgress } from '../logging/progress.js';
+
+/** SampleRequest keys a `generate` / `eval` config may set (core's names). */
+export const SAMPLING_KEYS = [
+  'maxNewTokens',
+  'temperature',
+  'topP',
+  'topK',
+  'minP',
+  'repetitionPenalty',
+  'stop',
+  'seed',
+] as const;
+
+/** The request fields of a config (only those set). */
+export function samplingOf(values: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of SAMPLING_KEYS) if (values[key] !== undefined) out[key] = values[key];
+  return out;
+}
+
+/**
+ * Samples `n` completions for every prompt, `batchSize` prompts per sampler call; batch b uses
+ * seed `seed + b` so the output does not depend on anything but the config.
+ */
+export async function sampleAll(options: {
+  sampler: OnnxSampler;
+  prompts: readonly string[];
+  n: number;
+  batchSize: number;
+  request: Record<string, unknown>;
+  progress: boolean;
+  label: string;
+}): Promise<Completion[][]> {
+  const { prompts, batchSize } = options;
+  const out: Completion[][] = [];
+  const bar = startProgress(options.label, prompts.length, options.progress);
+  const baseSeed = (options.request.seed as number | undefined) ?? 0;
+  try {
+    for (let start = 0, batch = 0; start < prompts.length; start += batchSize, batch++) {
+      const groups = await options.sampler.sample({
+        ...(options.request as { maxNewTokens: number }),
+        prompts: prompts.slice(start, start + batchSize),
+        n: options.n,
+        seed: baseSeed + batch,
+      });
+      out.push(...groups);
+      bar.update(Math.min(prompts.length, start + batchSize));
+    }
+  } finally {
+    bar.stop();
+  }
+  return out;
+}
+
+/**
+ * Opens an output file for writing; an existing file is refused unless `overwrite`. Lines are
+ * written as they come; `close` finishes the file.
+ */
+export async function openOutput(
+  path: string,
+  overwrite: boolean,
+): Promise<{ write(line: string): Promise<void>; close(): Promise<void> }> {
+  if (existsSync(path) && !overwrite) {
+    throw new OverwriteRefusedError({ path, reason: 'the file exists', allowWith: '--overwrite' });
+  }
+  await mkdir(dirname(path), { recursive: true });
+  const handle = await open(path, 'w');
+  return {
+    async write(line) {
+      await handle.write(`${line}\n`);
+    },
+    async close() {
+      await handle.close();
+    },
+  };
+}
+
+/** Refuses an existing output file unless `overwrite`, before any work is done. */
+export function checkOutput(path: string, overwrite: boolean): void {
+  if (existsSync(path) && !overwrite) {
+    throw new OverwriteRefusedError({ path, reason: 'the file exists', allowWith: '--overwrite' });
+  }
+}
