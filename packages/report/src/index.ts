@@ -1,3 +1,28 @@
+export { findChromium, renderInChromium } from './page/chromium.js';
+export { CHART_CHECK_SCRIPT, escapeHtml, htmlTable } from './page/html.js';
+export {
+  CHART_COLORS,
+  type ChartSeries,
+  formatTick,
+  type LineChartOptions,
+  lineChart,
+  niceTicks,
+  smooth,
+} from './page/line-chart.js';
+export { PAGE_CSS } from './page/page-shell.js';
+export {
+  type CheckpointInfo,
+  type CompletionRow,
+  type RunFolder,
+  readRunFolder,
+  type TraceRow,
+} from './page/read-run.js';
+export {
+  type RunReportOptions,
+  renderRunReport,
+  type WriteRunReportOptions,
+  writeRunReport,
+} from './page/run-report.js';
 export {
   type ConsoleSinkOptions,
   createConsoleSink,
