@@ -75,8 +75,28 @@ function readJson(file: string, text: string): RawRow[] {
   });
 }
 
+/**
+ * The 1-based line where each CSV record starts. csv-parse reports the byte offset after each
+ * record (`info.bytes`); its `info.lines` counts a quoted CRLF twice, so lines are counted here.
+ */
+function csvStartLines(text: string, ends: readonly number[]): number[] {
+  const bytes = Buffer.from(text, 'utf8');
+  const header = bytes.indexOf(0x0a);
+  let position = header < 0 ? bytes.length : header + 1;
+  let line = 2;
+  return ends.map((end) => {
+    while (position < end && (bytes[position] === 0x0d || bytes[position] === 0x0a)) {
+      if (bytes[position] === 0x0a) line++;
+      position++;
+    }
+    const start = line;
+    for (; position < end; position++) if (bytes[position] === 0x0a) line++;
+    return start;
+  });
+}
+
 function readCsv(file: string, text: string): RawRow[] {
-  let records: { record: Record<string, string>; info: { lines: number } }[];
+  let records: { record: Record<string, string>; info: { bytes: number } }[];
   try {
     records = parseCsv(text, {
       columns: true,
@@ -93,7 +113,11 @@ function readCsv(file: string, text: string): RawRow[] {
       cause: error,
     });
   }
-  return records.map(({ record, info }) => ({ line: info.lines, data: { ...record } }));
+  const lines = csvStartLines(
+    text,
+    records.map(({ info }) => info.bytes),
+  );
+  return records.map(({ record }, index) => ({ line: lines[index]!, data: { ...record } }));
 }
 
 function plainValue(value: unknown): unknown {
