@@ -8,6 +8,26 @@ export type {
 export { allocateVotes, planAllocationRound } from './allocation/allocate.js';
 export type { VoteRecord } from './cli/run-cli.js';
 export { parseRecords } from './cli/run-cli.js';
+export type { ConfidenceMeasure, TraceConfidenceOptions } from './confidence/confidence.js';
+export {
+  CONFIDENCE_DEFAULTS,
+  groupConfidences,
+  tokenConfidences,
+  traceConfidence,
+} from './confidence/confidence.js';
+export type {
+  ConfidenceTrace,
+  ConfidenceVoteOptions,
+  ConfidenceVoteResult,
+  ConfidenceWeighting,
+} from './confidence/confidence-vote.js';
+export { confidenceVote } from './confidence/confidence-vote.js';
+export type {
+  DeepConfOnlineOptions,
+  DeepConfOnlineResult,
+  DeepConfStopReason,
+} from './confidence/deepconf-online.js';
+export { deepConfOnline } from './confidence/deepconf-online.js';
 export type { CurvePoint, EstimatorOptions } from './estimators/curves.js';
 export {
   accuracyCurve,

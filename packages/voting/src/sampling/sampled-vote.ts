@@ -25,8 +25,14 @@ import {
 import type { EqualsFn, ExtractFn, VoteResult, Weighting } from '../vote/types.js';
 import { betaStopProbability, dirichletStopProbability } from './stopping.js';
 
-/** Sampling settings passed through to the sampler (per sample). */
-export type SamplingOptions = Omit<SampleRequest, 'prompts' | 'n'>;
+/**
+ * Sampling settings passed through to the sampler (per sample). `topLogprobs` and
+ * `confidenceStop` are set by `deepConfOnline`, not here.
+ */
+export type SamplingOptions = Omit<
+  SampleRequest,
+  'prompts' | 'n' | 'topLogprobs' | 'confidenceStop'
+>;
 
 /** When an adaptive vote stops. */
 export type StopStrategy =
@@ -311,11 +317,12 @@ function shouldStopAdaptive(
   return probability >= threshold;
 }
 
-async function drawCompletions(
+/** Draws `n` completions of one prompt, honouring the abort contract. @internal */
+export async function drawCompletions(
   sampler: Sampler,
   prompt: Prompt,
   n: number,
-  sampling: SamplingOptions,
+  sampling: Omit<SampleRequest, 'prompts' | 'n'>,
   signal: AbortSignal | undefined,
   functionName: string,
 ): Promise<Completion[]> {
