@@ -16,6 +16,7 @@ export {
   rolloutJobId,
   type VerifyJobData,
   type VerifyJobResult,
+  type VersionedCompletion,
   verifyJobId,
 } from './protocol.js';
 export { checkRedis, connectRedis, DEFAULT_REDIS_URL } from './redis/connection.js';

@@ -1,4 +1,5 @@
 import {
+  type Completion,
   createRng,
   InvalidArgumentError,
   type Prompt,
@@ -27,7 +28,21 @@ export type RolloutJobData = {
   /** The job's own seed: {@link jobSeed} of the request seed and the indices ({@link groupSeed} for a group job). */
   seed: number;
   sampling: JobSampling;
+  /**
+   * The oldest policy version the job accepts (`createQueueSampler({ maxWeightLag })`): a worker
+   * that holds weights of a version in `[oldestVersion, policyVersion]` samples with them instead
+   * of loading the job's. Absent: exactly `policyVersion`.
+   */
+  oldestVersion?: number;
 };
+
+/**
+ * A completion as rollout workers return it: core's `Completion` plus the policy version whose
+ * weights sampled it (the `step` of the `updateWeights` snapshot; 0 for the base checkpoint).
+ * GrpoTrainer's asynchronous mode (`maxStaleness`) reads this optional field to measure a group's
+ * staleness by the weights actually used rather than those the request named.
+ */
+export type VersionedCompletion = Completion & { policyVersion: number };
 
 /** The Redis key holding the current policy version of a queue (JSON {@link PolicyPointer}). */
 export function policyKey(queue: string): string {

@@ -1,4 +1,4 @@
-import { AbortedError } from '@rlvr/core';
+import { AbortedError, RlvrError } from '@rlvr/core';
 import { type Job, type JobsOptions, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
@@ -40,12 +40,33 @@ function parseReturn<Result>(value: unknown): Result {
   return (typeof value === 'string' ? JSON.parse(value) : value) as Result;
 }
 
+/** Default of `reconnectTimeoutMs`: how long a call waits for a lost Redis to come back. */
+export const DEFAULT_RECONNECT_TIMEOUT_MS = 30_000;
+
+/** Settings of a {@link JobClient}. @internal */
+export type JobClientOptions = {
+  attempts: number;
+  backoffMs: number;
+  /** How long a call waits for a lost Redis to come back before it rejects (0: at once). */
+  reconnectTimeoutMs: number;
+  /** Runs after each reconnection (e.g. re-writing keys a restarted Redis lost); errors are ignored. */
+  onReconnect?: () => Promise<unknown>;
+};
+
+/** Thrown inside {@link JobClient.run} when the connection drops: the attempt is redone. */
+const LOST = Symbol('rlvr.connection-lost');
+
 /**
  * The producer side shared by the queue sampler and the queue reward: adds jobs with idempotent
  * ids, waits for their results (completion events), and turns every way a call can end early
  * into a typed error: abort → `AbortedError` (queued jobs removed), a job out of attempts →
- * {@link QueueJobFailedError}, Redis lost mid-call → {@link QueueUnavailableError} (a restarted
- * Redis may have lost the jobs; waiting would hang).
+ * {@link QueueJobFailedError}.
+ *
+ * Redis lost mid-call (a restart, a network cut): the call waits up to `reconnectTimeoutMs` for
+ * the connection to come back, then adds the jobs it has no result for again under the same
+ * ids. A Redis that kept them (persistence) dedupes the ids and the call receives their results;
+ * a Redis that lost them queues them afresh, and since every job's seed is in its data, a rerun
+ * gives the same completions. Redis not back in time: {@link QueueUnavailableError}.
  * @internal
  */
 export class JobClient<Data, Result> {
@@ -56,15 +77,22 @@ export class JobClient<Data, Result> {
   readonly #queue: Queue<Data, unknown>;
   readonly #queueEvents: QueueEvents;
   readonly #options: JobsOptions;
+  readonly #reconnectTimeoutMs: number;
+  readonly #onReconnect: (() => Promise<unknown>) | undefined;
   readonly #pending = new Set<(error: unknown) => void>();
+  readonly #waitingForUp = new Set<() => void>();
   #closed = false;
+  /** Connection state: `epoch` counts losses; `lost` rejects with {@link LOST} at the next one. */
+  #epoch = 0;
+  #downSince: number | undefined;
+  #lost = JobClient.#lostPromise();
 
   private constructor(
     url: string,
     name: string,
     producer: Redis,
     events: Redis,
-    jobOptions: { attempts: number; backoffMs: number },
+    options: JobClientOptions,
   ) {
     this.name = name;
     this.#url = url;
@@ -77,22 +105,33 @@ export class JobClient<Data, Result> {
     this.#queue.on('error', () => undefined);
     this.#queueEvents.on('error', () => undefined);
     this.#options = {
-      attempts: jobOptions.attempts,
-      backoff: { type: 'exponential', delay: jobOptions.backoffMs },
+      attempts: options.attempts,
+      backoff: { type: 'exponential', delay: options.backoffMs },
       removeOnComplete: KEEP_COMPLETED,
       removeOnFail: KEEP_FAILED,
     };
-    const lost = () =>
-      this.#failPending('the connection to Redis was lost while jobs were pending');
-    events.on('close', lost);
-    producer.on('close', lost);
+    this.#reconnectTimeoutMs = options.reconnectTimeoutMs;
+    this.#onReconnect = options.onReconnect;
+    for (const connection of [producer, events]) {
+      connection.on('close', () => this.#connectionLost());
+      connection.on('ready', () => this.#connectionUp());
+    }
+  }
+
+  static #lostPromise(): { promise: Promise<never>; reject: (reason: unknown) => void } {
+    let reject!: (reason: unknown) => void;
+    const promise = new Promise<never>((_, fail) => {
+      reject = fail;
+    });
+    promise.catch(() => undefined);
+    return { promise, reject };
   }
 
   /** Connects (checking Redis: {@link QueueUnavailableError}) and starts listening for results. */
   static async open<Data, Result>(
     url: string,
     name: string,
-    jobOptions: { attempts: number; backoffMs: number },
+    options: JobClientOptions,
   ): Promise<JobClient<Data, Result>> {
     const producer = await connectRedis(url, 'producer');
     let events: Redis;
@@ -102,9 +141,56 @@ export class JobClient<Data, Result> {
       producer.disconnect();
       throw error;
     }
-    const client = new JobClient<Data, Result>(url, name, producer, events, jobOptions);
+    const client = new JobClient<Data, Result>(url, name, producer, events, options);
     await client.#queueEvents.waitUntilReady();
     return client;
+  }
+
+  #connectionLost(): void {
+    if (this.#closed || this.#downSince !== undefined) return;
+    this.#downSince = Date.now();
+    this.#epoch += 1;
+    this.#lost.reject(LOST);
+  }
+
+  #connectionUp(): void {
+    if (this.#downSince === undefined || this.#closed) return;
+    if (this.producer.status !== 'ready' || this.#events.status !== 'ready') return;
+    this.#downSince = undefined;
+    this.#lost = JobClient.#lostPromise();
+    for (const resolve of this.#waitingForUp) resolve();
+    this.#waitingForUp.clear();
+    this.#onReconnect?.().catch(() => undefined);
+  }
+
+  /** Resolves once connected; rejects when Redis stays away past `reconnectTimeoutMs`. */
+  async #untilUp(stopped: Promise<never>): Promise<void> {
+    if (this.#downSince === undefined) return;
+    const left = this.#reconnectTimeoutMs - (Date.now() - this.#downSince);
+    let timer: NodeJS.Timeout | undefined;
+    let onUp: (() => void) | undefined;
+    const up = new Promise<void>((resolve) => {
+      onUp = resolve;
+      this.#waitingForUp.add(resolve);
+    });
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            this.#unavailable(
+              'unreachable',
+              `the connection was lost while jobs were pending and Redis did not come back within ${this.#reconnectTimeoutMs} ms (reconnectTimeoutMs)`,
+            ),
+          ),
+        Math.max(0, left),
+      );
+    });
+    try {
+      await Promise.race([up, timeout, stopped]);
+    } finally {
+      clearTimeout(timer);
+      this.#waitingForUp.delete(onUp!);
+    }
   }
 
   #unavailable(reason: 'unreachable' | 'closed', detail: string): QueueUnavailableError {
@@ -125,6 +211,7 @@ export class JobClient<Data, Result> {
 
   async #wait(
     job: Job<Data>,
+    epoch: number,
     signal: AbortSignal | undefined,
     onFailed: ((error: QueueJobFailedError, data: Data) => Result) | undefined,
   ): Promise<Result> {
@@ -132,6 +219,8 @@ export class JobClient<Data, Result> {
       return parseReturn<Result>(await job.waitUntilFinished(this.#queueEvents));
     } catch (error) {
       if (signal?.aborted) throw error;
+      // a command that failed because the connection dropped is no verdict on the job
+      if (epoch !== this.#epoch || this.#downSince !== undefined) throw LOST;
       const reason = error instanceof Error ? error.message : String(error);
       const failed = new QueueJobFailedError({
         queue: this.name,
@@ -144,10 +233,22 @@ export class JobClient<Data, Result> {
     }
   }
 
+  /** Adds `specs` (ids that exist already are not added again) and returns their jobs. */
+  #add(specs: readonly JobSpec<Data>[]): Promise<Job<Data>[]> {
+    return this.#queue.addBulk(
+      specs.map((spec) => ({
+        name: 'job',
+        data: spec.data,
+        opts: { ...this.#options, jobId: spec.id },
+      })) as never,
+    ) as Promise<Job<Data>[]>;
+  }
+
   /**
    * Adds `specs` (a job whose id exists already is not added again: its result is awaited) and
    * resolves with their results in order. A job that failed every attempt rejects the call with
-   * {@link QueueJobFailedError}, or, with `onFailed`, stands for `onFailed(error)`'s result.
+   * {@link QueueJobFailedError}, or, with `onFailed`, stands for `onFailed(error)`'s result. A lost
+   * connection is waited out (see the class): the jobs without a result are added again.
    */
   async run(
     specs: readonly JobSpec<Data>[],
@@ -164,25 +265,31 @@ export class JobClient<Data, Result> {
     const onAbort = () => stop!(new AbortedError({ operation, cause: signal?.reason }));
     this.#pending.add(stop!);
     signal?.addEventListener('abort', onAbort, { once: true });
+    const results = new Array<Result>(specs.length);
+    const done = new Array<boolean>(specs.length).fill(false);
     let jobs: Job<Data>[] = [];
     try {
-      if (this.producer.status !== 'ready') {
-        throw this.#unavailable('unreachable', `Redis is not connected (${this.producer.status})`);
+      for (;;) {
+        await this.#untilUp(stopped);
+        const epoch = this.#epoch;
+        const lost = this.#lost.promise;
+        const todo = specs.flatMap((_, index) => (done[index] ? [] : [index]));
+        try {
+          jobs = await Promise.race([this.#add(todo.map((index) => specs[index]!)), lost, stopped]);
+          await Promise.race([retryEarlierFailures(jobs), lost, stopped]);
+          if (signal?.aborted) onAbort();
+          const waits = jobs.map(async (job, k) => {
+            results[todo[k]!] = await this.#wait(job, epoch, signal, onFailed);
+            done[todo[k]!] = true;
+          });
+          await Promise.race([Promise.all(waits), lost, stopped]);
+          return results;
+        } catch (error) {
+          // the connection dropped during this attempt: wait for it, then redo what is missing
+          const dropped = error === LOST || epoch !== this.#epoch || this.#downSince !== undefined;
+          if (!dropped || RlvrError.isInstance(error)) throw error;
+        }
       }
-      const added = this.#queue.addBulk(
-        specs.map((spec) => ({
-          name: 'job',
-          data: spec.data,
-          opts: { ...this.#options, jobId: spec.id },
-        })) as never,
-      ) as Promise<Job<Data>[]>;
-      jobs = await Promise.race([added, stopped]);
-      await Promise.race([retryEarlierFailures(jobs), stopped]);
-      if (signal?.aborted) onAbort();
-      return await Promise.race([
-        Promise.all(jobs.map((job) => this.#wait(job, signal, onFailed))),
-        stopped,
-      ]);
     } catch (error) {
       if (this.producer.status === 'ready') await removeWaiting(jobs);
       throw error;

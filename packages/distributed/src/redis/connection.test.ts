@@ -80,7 +80,7 @@ describe('connectRedis', () => {
     expect((error as Error).message).toContain('noeviction');
   });
 
-  it('a sample() waiting on a Redis that goes away rejects with QueueUnavailableError instead of hanging', async () => {
+  it('a sample() waiting on a Redis that goes away (and stays away past reconnectTimeoutMs) rejects with QueueUnavailableError instead of hanging', async () => {
     const port = EVICTING_PORT + 1;
     const server = spawn(
       'redis-server',
@@ -98,7 +98,11 @@ describe('connectRedis', () => {
     );
     await untilUp(port);
     const queue = freshQueue('gone');
-    const sampler = await createQueueSampler({ redis: `redis://127.0.0.1:${port}`, queue });
+    const sampler = await createQueueSampler({
+      redis: `redis://127.0.0.1:${port}`,
+      queue,
+      reconnectTimeoutMs: 500,
+    });
     const probe = new Redis(port, { maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => undefined);
     try {
@@ -110,6 +114,7 @@ describe('connectRedis', () => {
       const error = await pending.catch((e: unknown) => e);
       expect(QueueUnavailableError.isInstance(error)).toBe(true);
       expect(error).toMatchObject({ reason: 'unreachable' });
+      expect((error as Error).message).toMatch(/did not come back within 500 ms/);
       await expect(sampler.sample({ prompts: ['1'], n: 1, maxNewTokens: 2 })).rejects.toSatisfy(
         (e) => QueueUnavailableError.isInstance(e),
       );

@@ -14,7 +14,7 @@ import {
   validateRedisUrl,
   verifyJobId,
 } from '../protocol.js';
-import { JobClient } from '../queue/job-client.js';
+import { DEFAULT_RECONNECT_TIMEOUT_MS, JobClient } from '../queue/job-client.js';
 
 const FUNCTION = 'createQueueReward';
 
@@ -30,6 +30,11 @@ export type QueueRewardOptions = {
   attempts?: number;
   /** Delay before a failed attempt is retried, in ms (exponential). Default 1000. */
   backoffMs?: number;
+  /**
+   * How long a call waits for a lost Redis to come back, in ms, before it rejects with
+   * `QueueUnavailableError` (0: at once); then the missing jobs are added again. Default 30000.
+   */
+  reconnectTimeoutMs?: number;
 };
 
 /** A reward function (a core `RewardFunction`) scored by verifier workers; `close()` disconnects it. */
@@ -53,7 +58,7 @@ export async function createQueueReward(options: QueueRewardOptions): Promise<Qu
   const raw = validateOptions<QueueRewardOptions>(options, {
     parameter: 'options',
     functionName: FUNCTION,
-    known: ['redis', 'reward', 'queue', 'attempts', 'backoffMs'],
+    known: ['redis', 'reward', 'queue', 'attempts', 'backoffMs', 'reconnectTimeoutMs'],
   });
   const url = validateRedisUrl(raw.redis, 'options.redis', FUNCTION);
   if (typeof raw.reward !== 'string' || !REWARD_NAME.test(raw.reward)) {
@@ -77,9 +82,14 @@ export async function createQueueReward(options: QueueRewardOptions): Promise<Qu
     functionName: FUNCTION,
     min: 0,
   });
+  const reconnectTimeoutMs = validateInteger(
+    raw.reconnectTimeoutMs ?? DEFAULT_RECONNECT_TIMEOUT_MS,
+    { parameter: 'options.reconnectTimeoutMs', functionName: FUNCTION, min: 0 },
+  );
   const client = await JobClient.open<VerifyJobData, VerifyJobResult>(url, queue, {
     attempts,
     backoffMs,
+    reconnectTimeoutMs,
   });
   const score = async (input: RewardInput): Promise<number | null> => {
     // plain data only (what survives JSON), so that the id is the hash of what the worker sees

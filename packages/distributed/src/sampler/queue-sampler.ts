@@ -20,10 +20,11 @@ import {
   policyKey,
   type RolloutJobData,
   rolloutJobId,
+  type VersionedCompletion,
   validateQueueName,
   validateRedisUrl,
 } from '../protocol.js';
-import { JobClient } from '../queue/job-client.js';
+import { DEFAULT_RECONNECT_TIMEOUT_MS, JobClient } from '../queue/job-client.js';
 import { createLocalWeightStore, type WeightStore } from '../weights/weight-store.js';
 import { assembleGroups, planRolloutJobs } from './run-job.js';
 import { validateSampleCall } from './validate-request.js';
@@ -63,6 +64,23 @@ export type QueueSamplerOptions = {
    * (faster per completion on small models; fewer, larger jobs).
    */
   jobPer?: JobPer;
+  /**
+   * How long a call waits for a lost Redis (a restart, a network cut) to come back, in ms, before
+   * it rejects with {@link QueueUnavailableError}; 0 rejects at once. Default 30000. Once Redis
+   * is back, the call adds the jobs it has no result for again under the same ids: a Redis that
+   * kept them (persistence) dedupes them, one that lost them reruns them with the same seeds, so
+   * the call resolves with the completions it would have had without the restart.
+   */
+  reconnectTimeoutMs?: number;
+  /**
+   * Asynchronous training: a worker may sample a job with the weights it already holds when they
+   * are at most this many weight updates older than the job's (it skips loading the new version
+   * for now). Every completion reports the version that sampled it (`policyVersion`, see
+   * {@link VersionedCompletion}), and GrpoTrainer with `maxStaleness ≥ 1` drops groups that end up
+   * older than it allows (`async/dropped_stale_groups`). Default 0: every job is sampled with
+   * exactly its version (deterministic, required for a synchronous trainer).
+   */
+  maxWeightLag?: number;
 };
 
 const KNOWN = [
@@ -75,6 +93,8 @@ const KNOWN = [
   'failedJobs',
   'onJobFailed',
   'jobPer',
+  'reconnectTimeoutMs',
+  'maxWeightLag',
 ];
 
 /** A {@link Sampler} backed by a BullMQ queue, with the current policy version. */
@@ -96,6 +116,8 @@ type Resolved = {
   failedJobs: 'reject' | 'abort-group';
   onJobFailed: ((error: QueueJobFailedError) => void) | undefined;
   jobPer: JobPer;
+  reconnectTimeoutMs: number;
+  maxWeightLag: number;
 };
 
 function resolveOptions(options: QueueSamplerOptions): Resolved {
@@ -164,6 +186,16 @@ function resolveOptions(options: QueueSamplerOptions): Resolved {
       parameter: 'options.jobPer',
       functionName: FUNCTION,
     }),
+    reconnectTimeoutMs: validateInteger(raw.reconnectTimeoutMs ?? DEFAULT_RECONNECT_TIMEOUT_MS, {
+      parameter: 'options.reconnectTimeoutMs',
+      functionName: FUNCTION,
+      min: 0,
+    }),
+    maxWeightLag: validateInteger(raw.maxWeightLag ?? 0, {
+      parameter: 'options.maxWeightLag',
+      functionName: FUNCTION,
+      min: 0,
+    }),
   };
 }
 
@@ -190,7 +222,15 @@ function resolveOptions(options: QueueSamplerOptions): Resolved {
 export async function createQueueSampler(options: QueueSamplerOptions): Promise<QueueSampler> {
   const resolved = resolveOptions(options);
   const { url, queue: name, store } = resolved;
-  const client = await JobClient.open<RolloutJobData, Completion[]>(url, name, resolved);
+  let policy: PolicyPointer = { version: 0, weights: null, updatedAt: new Date().toISOString() };
+  const client = await JobClient.open<RolloutJobData, Completion[]>(url, name, {
+    ...resolved,
+    // a restarted Redis without persistence lost the pointer: write it again (unless newer)
+    onReconnect: async () => {
+      if (policy.version > 0)
+        await client.producer.set(policyKey(name), JSON.stringify(policy), 'NX');
+    },
+  });
   /** A failed job's stand-in under `failedJobs: 'abort-group'`: its group is aborted (skipped). */
   const abortedCompletions = (error: QueueJobFailedError, data: RolloutJobData): Completion[] => {
     resolved.onJobFailed?.(error);
@@ -212,7 +252,8 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
             throw error;
           }
         : undefined;
-  let policy: PolicyPointer = { version: 0, weights: null, updatedAt: new Date().toISOString() };
+  /** Versions pushed so far (the base checkpoint is 0), for `maxWeightLag`'s oldest accepted one. */
+  const pushed: number[] = [0];
 
   const sampler: QueueSampler = {
     specificationVersion: 'v1',
@@ -231,6 +272,7 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
         stableStringify({ prompts, n, seed, sampling, weights: current.weights }),
       );
       const jobs = planRolloutJobs(call, resolved.jobPer);
+      const oldestVersion = pushed[Math.max(0, pushed.length - 1 - resolved.maxWeightLag)]!;
       const specs = jobs.map((job) => ({
         id: rolloutJobId(
           current.version,
@@ -238,7 +280,12 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
           job.promptIndex,
           resolved.jobPer === 'group' ? 'group' : job.sampleIndex,
         ),
-        data: { ...job, policyVersion: current.version, weights: current.weights },
+        data: {
+          ...job,
+          policyVersion: current.version,
+          weights: current.weights,
+          ...(resolved.maxWeightLag > 0 ? { oldestVersion } : {}),
+        },
       }));
       const results = await client.run(specs, signal, operation, onFailed);
       results.forEach((result, index) => {
@@ -289,6 +336,8 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
         );
       }
       policy = next;
+      pushed.push(step);
+      if (pushed.length > resolved.maxWeightLag + 1) pushed.shift();
     };
   }
   return sampler;
