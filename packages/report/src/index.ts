@@ -1,4 +1,4 @@
-export { findChromium, renderInChromium } from './page/chromium.js';
+export { findChromium, type RenderInChromiumOptions, renderInChromium } from './page/chromium.js';
 export { CHART_CHECK_SCRIPT, escapeHtml, htmlTable } from './page/html.js';
 export {
   CHART_COLORS,

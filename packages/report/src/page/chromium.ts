@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-/** The Chromium binary on PATH (`chromium` on Debian), or undefined. */
+/** The Chromium binary on PATH (`chromium` on Debian; CI installs it), or undefined. */
 export function findChromium(): string | undefined {
   for (const name of ['chromium', 'chromium-browser', 'google-chrome']) {
     const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
@@ -13,15 +13,25 @@ export function findChromium(): string | undefined {
   return undefined;
 }
 
+/** Options of {@link renderInChromium}. */
+export type RenderInChromiumOptions = {
+  /** Kill Chromium after this long. Default 90 000 ms. */
+  timeoutMs?: number;
+  /** The window's CSS size `[width, height]`. Default Chromium's (800 × 600). */
+  windowSize?: readonly [number, number];
+};
+
 /**
  * Loads an HTML file in headless Chromium (fresh profile, no network features) and returns the
- * serialized DOM after scripts ran, plus the console messages Chromium logged.
+ * serialized DOM after scripts ran, plus the console messages Chromium logged. For tests of
+ * report pages (see `CHART_CHECK_SCRIPT`); `binary` from {@link findChromium}.
  */
 export async function renderInChromium(
   binary: string,
   htmlPath: string,
-  timeoutMs = 90_000,
+  options: RenderInChromiumOptions = {},
 ): Promise<{ dom: string; console: string[]; exitCode: number | null }> {
+  const { timeoutMs = 90_000, windowSize } = options;
   const profile = mkdtempSync(join(tmpdir(), 'rlvr-chromium-'));
   try {
     const args = [
@@ -36,6 +46,7 @@ export async function renderInChromium(
       '--enable-logging=stderr',
       '--v=0',
       '--virtual-time-budget=5000',
+      ...(windowSize ? [`--window-size=${windowSize[0]},${windowSize[1]}`] : []),
       '--dump-dom',
       pathToFileURL(htmlPath).href,
     ];

@@ -9,7 +9,8 @@ export function escapeHtml(text: string): string {
 }
 
 /**
- * An HTML table. Header cells are escaped here; body cells are inserted as given (they are HTML:
+ * An HTML table in a `<div class="table">` (style it `overflow-x: auto` so a wide table scrolls
+ * instead of widening the page). Header cells are escaped here; body cells are inserted as given (they are HTML:
  * escape text with {@link escapeHtml} first).
  */
 export function htmlTable(
@@ -18,21 +19,23 @@ export function htmlTable(
 ): string {
   const head = headers.map((header) => `<th>${escapeHtml(header)}</th>`).join('');
   const body = rows.map((row) => `<tr>${row.map((cell) => `<td>${cell}</td>`).join('')}</tr>`);
-  return `<table><thead><tr>${head}</tr></thead><tbody>${body.join('')}</tbody></table>`;
+  return `<div class="table"><table><thead><tr>${head}</tr></thead><tbody>${body.join('')}</tbody></table></div>`;
 }
 
 /**
  * A script for a report page: checks in the browser that every chart (`svg[data-chart]`) was laid
  * out (each line has a non-empty box) and that no text of a chart lies outside its box (clipped
  * legends or labels), logs `console.error` for each failure, and records the counts on `<body>`
- * as `data-charts-total`, `data-charts-rendered` and `data-charts-clipped` (a headless-browser
- * test reads them from the DOM dump).
+ * as `data-charts-total`, `data-charts-rendered`, `data-charts-clipped` and
+ * `data-charts-overflowing` (charts wider than the window); a headless-browser test reads them
+ * from the DOM dump.
  */
 export const CHART_CHECK_SCRIPT = `
 (function () {
   var charts = document.querySelectorAll('svg[data-chart]');
   var rendered = 0;
   var clipped = 0;
+  var overflowing = 0;
   charts.forEach(function (svg) {
     var name = svg.getAttribute('data-chart');
     var lines = svg.querySelectorAll('polyline');
@@ -41,8 +44,10 @@ export const CHART_CHECK_SCRIPT = `
       var box = line.getBBox();
       if (!(box.width > 0 || box.height > 0)) ok = false;
     });
-    if (ok && svg.getBoundingClientRect().width > 0) rendered++;
+    var rect = svg.getBoundingClientRect();
+    if (ok && rect.width > 0) rendered++;
     else console.error('chart did not render: ' + name);
+    if (rect.right > document.documentElement.clientWidth + 0.5) overflowing++;
     var view = svg.viewBox.baseVal;
     svg.querySelectorAll('text').forEach(function (text) {
       var box = text.getBBox();
@@ -56,5 +61,6 @@ export const CHART_CHECK_SCRIPT = `
   document.body.setAttribute('data-charts-total', String(charts.length));
   document.body.setAttribute('data-charts-rendered', String(rendered));
   document.body.setAttribute('data-charts-clipped', String(clipped));
+  document.body.setAttribute('data-charts-overflowing', String(overflowing));
 })();
 `;

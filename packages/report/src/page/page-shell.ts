@@ -5,6 +5,7 @@ export const PAGE_CSS = `
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; padding: 0 12px; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
 h3 { font-size: 15px; margin: 16px 0 6px; } h3 small { color: #777; font-weight: normal; }
+div.table { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; vertical-align: top; }
 th:first-child, td:first-child { text-align: left; }

@@ -1,0 +1,111 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  CHART_CHECK_SCRIPT,
+  escapeHtml,
+  findChromium,
+  lineChart,
+  niceTicks,
+  PAGE_CSS,
+  renderInChromium,
+  smooth,
+} from '../index.js';
+
+const longNames = Array.from(
+  { length: 9 },
+  (_, index) => `reward/a_rather_long_reward_function_name_${index}/mean_over_the_group`,
+);
+const crowded = () =>
+  lineChart({
+    id: 'crowded',
+    title: 'A title far too long to fit into the width of a small chart, however wide it is drawn',
+    xLabel: 'step',
+    yLabel: 'value',
+    width: 300,
+    smoothing: 0.6,
+    series: longNames.map((name, index) => ({
+      name,
+      points: Array.from(
+        { length: 30 },
+        (_, step) => [step + 1, Math.sin(step / 3 + index)] as [number, number],
+      ),
+    })),
+  });
+
+describe('lineChart', () => {
+  it('should wrap the legend onto rows and shorten names so nothing leaves the box', () => {
+    const svg = crowded();
+    const [, width, height] = /viewBox="0 0 (\d+) (\d+)"/.exec(svg)!.map(Number);
+    expect(width).toBe(300);
+    const legend = [
+      ...svg.matchAll(
+        /<text x="([\d.]+)" y="([\d.]+)" font-size="10"><title>([^<]*)<\/title>([^<]*)<\/text>/g,
+      ),
+    ];
+    expect(legend).toHaveLength(9);
+    for (const [, x, y, full, label] of legend) {
+      expect(Number(x) + label!.length * 6.2).toBeLessThanOrEqual(width! - 8);
+      expect(Number(y)).toBeLessThanOrEqual(height!);
+      expect(longNames).toContain(full); // the full name stays in a tooltip
+    }
+    expect(new Set(legend.map((match) => match[2])).size).toBe(9); // one entry per row here
+    // Raw (faint) and smoothed lines for every series.
+    expect(svg.match(/data-raw=/g)).toHaveLength(9);
+    expect(svg.match(/data-series=/g)).toHaveLength(9);
+  });
+
+  it('should escape names and skip non-finite points', () => {
+    const svg = lineChart({
+      id: '<id>',
+      title: '<b>t</b>',
+      xLabel: 'x',
+      yLabel: 'y',
+      series: [
+        {
+          name: '"><script>',
+          points: [
+            [1, 1],
+            [2, Number.NaN],
+            [3, 2],
+          ],
+        },
+      ],
+    });
+    expect(svg).not.toContain('<script>');
+    expect(svg).toContain('data-series="&quot;&gt;&lt;script&gt;"');
+    expect(svg).toContain('data-x-min="1" data-x-max="3"');
+    expect(svg.match(/<circle/g)).toHaveLength(2);
+  });
+
+  it('should smooth like TensorBoard (debiased EMA) and pick integer step ticks', () => {
+    expect(smooth([1, 1, 1], 0.6)).toEqual([1, 1, 1].map((value) => expect.closeTo(value, 12)));
+    const [a, b] = smooth([0, 10], 0.5);
+    expect(a).toBe(0);
+    expect(b).toBeCloseTo((0.5 * 0 * 0.5 + 0.5 * 10) / (1 - 0.25), 12); // (0.25·0 + 0.5·10) / 0.75
+    expect(niceTicks(1, 3, 5, true)).toEqual([1, 2, 3]);
+    expect(niceTicks(0, 1, 4)).toEqual([0, 0.5, 1]);
+  });
+
+  const chromium = findChromium();
+  it.skipIf(chromium === undefined && !process.env.CI)(
+    'should keep every text of a crowded chart inside it in Chromium',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'rlvr-chart-'));
+      try {
+        const path = join(dir, 'chart.html');
+        writeFileSync(
+          path,
+          `<!doctype html><html><head><meta charset="utf-8"><style>${PAGE_CSS}</style></head><body><div class="charts">${crowded()}</div><p>${escapeHtml('<ok>')}</p><script>${CHART_CHECK_SCRIPT}</script></body></html>`,
+        );
+        const result = await renderInChromium(chromium!, path, { windowSize: [600, 800] });
+        expect(result.dom).toContain('data-charts-rendered="1"');
+        expect(result.dom).toContain('data-charts-clipped="0"');
+        expect(result.dom).toContain('data-charts-overflowing="0"');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
