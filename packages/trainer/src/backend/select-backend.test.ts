@@ -1,6 +1,7 @@
 import { RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
+import { ORT_MAT_MUL, ortMatMulOp } from './ort-matmul.js';
 import { activeBackend, selectBackend } from './select-backend.js';
 import {
   FAST_BATCH_MAT_MUL,
@@ -24,6 +25,44 @@ describe('selectBackend', () => {
     expect(selected.name).toBe('wasm');
     expect(activeBackend()).toBe('wasm');
     expect(tf.getKernel(FAST_BATCH_MAT_MUL, 'wasm')).toBeDefined();
+    // onnxruntime-node (a dev dependency here) takes the matrix products by default.
+    expect(selected.matMul).toBe('onnxruntime');
+    expect(tf.getKernel(ORT_MAT_MUL, 'wasm')).toBeDefined();
+  });
+
+  it('should choose the matMul engine on wasm and validate the option', async () => {
+    expect((await selectBackend({ candidates: ['wasm'], matMul: 'backend' })).matMul).toBe(
+      'backend',
+    );
+    expect((await selectBackend({ candidates: ['wasm'], matMul: 'onnxruntime' })).matMul).toBe(
+      'onnxruntime',
+    );
+    expect((await selectBackend({ candidates: ['cpu'] })).matMul).toBe('backend');
+    await expect(selectBackend({ matMul: 'mlas' as never })).rejects.toThrow(/options\.matMul/);
+    await expect(selectBackend({ matmul: 'backend' } as never)).rejects.toThrow(/matMul/);
+  });
+
+  it('should multiply like tf.matMul on onnxruntime (2-D and batched, every transpose)', async () => {
+    await selectBackend({ candidates: ['wasm'] });
+    for (const [transposeA, transposeB] of [
+      [false, false],
+      [true, false],
+      [false, true],
+      [true, true],
+    ] as const) {
+      for (const [aShape, bShape] of <number[][][]>[
+        [transposeA ? [7, 5] : [5, 7], transposeB ? [4, 7] : [7, 4]],
+        [transposeA ? [3, 7, 5] : [3, 5, 7], transposeB ? [3, 4, 7] : [3, 7, 4]],
+      ]) {
+        const a = tf.randomNormal<tf.Rank>(aShape!, 0, 1, 'float32', 4) as tf.Tensor2D;
+        const b = tf.randomNormal<tf.Rank>(bShape!, 0, 1, 'float32', 5) as tf.Tensor2D;
+        const fast = ortMatMulOp(a, b, transposeA, transposeB);
+        const slow = tf.matMul(a, b, transposeA, transposeB);
+        expect(fast.shape).toEqual(slow.shape);
+        expect(tf.max(tf.abs(tf.sub(fast, slow))).dataSync()[0]).toBeLessThan(1e-5);
+        tf.dispose([a, b, fast, slow]);
+      }
+    }
   });
 
   it('should fall through to the next candidate and honour the order', async () => {

@@ -1,5 +1,6 @@
 import { ErrorCode, InvalidArgumentError, RlvrError, validateOptions } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
+import { disableOrtMatMul, enableOrtMatMul } from './ort-matmul.js';
 import { registerWasmKernels } from './wasm-kernels.js';
 
 /**
@@ -20,10 +21,24 @@ const MODULES: Record<BackendName, readonly string[]> = {
   cpu: ['@tensorflow/tfjs-backend-cpu'],
 };
 
+/**
+ * Where the matrix products of a model run on the `wasm` backend:
+ * - `onnxruntime`: onnxruntime-node's MLAS GEMM (AVX2/AVX-512, all cores), called synchronously
+ *   from a tfjs kernel on the wasm heap; needs the optional peer dependency `onnxruntime-node`,
+ * - `backend`: tfjs-backend-wasm's own XNNPACK matMul (SIMD-128, one thread).
+ */
+export type MatMulEngine = 'onnxruntime' | 'backend';
+
 /** Options of {@link selectBackend}. */
 export type SelectBackendOptions = {
   /** Backends to try, in order; the first that loads wins. Default {@link BACKEND_NAMES}. */
   candidates?: readonly BackendName[];
+  /**
+   * Matrix-product engine on `wasm` (ignored on the other backends): `'auto'` (default) takes
+   * `onnxruntime` when onnxruntime-node loads and falls back to `backend`; `'onnxruntime'` fails
+   * when it does not load.
+   */
+  matMul?: 'auto' | MatMulEngine;
 };
 
 /** What {@link selectBackend} chose and what it tried before. */
@@ -34,17 +49,24 @@ export type SelectedBackend = {
   module: string;
   /** Every attempt before the winner, with the reason it failed. */
   skipped: { backend: BackendName; module: string; reason: string }[];
+  /** Where models created from now on run their matrix products (`backend` off wasm). */
+  matMul: MatMulEngine;
+  /** Why `matMul: 'auto'` did not take onnxruntime on wasm (absent otherwise). */
+  matMulFallback?: string;
 };
 
 /**
  * Loads and activates a tfjs backend at run time (importing this package registers nothing): the
  * first of `candidates` whose package can be imported and initialized. For `wasm` it also registers
- * this package's zero-copy batched matMul kernel (under its own kernel name; nothing is overridden).
+ * this package's kernels (under their own names; nothing is overridden) and, unless
+ * `matMul: 'backend'`, routes every matrix product of models created afterwards to onnxruntime-node's
+ * MLAS GEMM when onnxruntime-node is installed (2–3× tfjs-backend-wasm's XNNPACK on the trainer's
+ * shapes, and it uses every core).
  *
  * @example
  * ```ts
  * const backend = await selectBackend(); // tfjs-node(-gpu) if installed, else wasm, else cpu
- * console.log(backend.name, backend.skipped);
+ * console.log(backend.name, backend.matMul, backend.skipped); // e.g. 'wasm' 'onnxruntime' [...]
  * await selectBackend({ candidates: ['cpu'] }); // force the reference backend
  * ```
  * @throws {InvalidArgumentError} for an unknown candidate.
@@ -55,8 +77,17 @@ export async function selectBackend(options?: SelectBackendOptions): Promise<Sel
   const opts = validateOptions<SelectBackendOptions>(options, {
     parameter: 'options',
     functionName,
-    known: ['candidates'],
+    known: ['candidates', 'matMul'],
   });
+  const matMul = opts.matMul ?? 'auto';
+  if (!['auto', 'onnxruntime', 'backend'].includes(matMul)) {
+    throw new InvalidArgumentError({
+      parameter: 'options.matMul',
+      functionName,
+      value: matMul,
+      expected: "'auto', 'onnxruntime' or 'backend'",
+    });
+  }
   const candidates: readonly BackendName[] = opts.candidates ?? BACKEND_NAMES;
   if (!Array.isArray(candidates) || candidates.length === 0) {
     throw new InvalidArgumentError({
@@ -80,22 +111,21 @@ export async function selectBackend(options?: SelectBackendOptions): Promise<Sel
   for (const backend of candidates as readonly BackendName[]) {
     for (const module of MODULES[backend]) {
       try {
-        await import(/* @vite-ignore */ module);
-        if (tf.findBackendFactory(backend) === null && tf.findBackend(backend) === null) {
-          throw new Error(`importing ${module} registered no '${backend}' backend`);
-        }
-        const ok = await tf.setBackend(backend);
-        if (!ok) throw new Error(`tf.setBackend('${backend}') failed to initialize`);
-        await tf.ready();
-        if (backend === 'wasm') registerWasmKernels();
-        return { name: backend, module, skipped };
+        await activate(backend, module);
       } catch (error) {
         skipped.push({
           backend,
           module,
           reason: error instanceof Error ? error.message.split('\n')[0]! : String(error),
         });
+        continue;
       }
+      if (backend !== 'wasm') {
+        disableOrtMatMul();
+        return { name: backend, module, skipped, matMul: 'backend' };
+      }
+      registerWasmKernels();
+      return { name: backend, module, skipped, ...(await chooseMatMul(matMul)) };
     }
   }
   throw new RlvrError(
@@ -104,6 +134,34 @@ export async function selectBackend(options?: SelectBackendOptions): Promise<Sel
       .map((attempt) => `${attempt.module}: ${attempt.reason}`)
       .join('; ')}); install @tensorflow/tfjs-backend-wasm or @tensorflow/tfjs-backend-cpu`,
   );
+}
+
+async function activate(backend: BackendName, module: string): Promise<void> {
+  await import(/* @vite-ignore */ module);
+  if (tf.findBackendFactory(backend) === null && tf.findBackend(backend) === null) {
+    throw new Error(`importing ${module} registered no '${backend}' backend`);
+  }
+  const ok = await tf.setBackend(backend);
+  if (!ok) throw new Error(`tf.setBackend('${backend}') failed to initialize`);
+  await tf.ready();
+}
+
+async function chooseMatMul(
+  matMul: 'auto' | MatMulEngine,
+): Promise<{ matMul: MatMulEngine; matMulFallback?: string }> {
+  disableOrtMatMul();
+  if (matMul === 'backend') return { matMul };
+  try {
+    await enableOrtMatMul();
+    return { matMul: 'onnxruntime' };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+    if (matMul === 'auto') return { matMul: 'backend', matMulFallback: reason };
+    throw new RlvrError(
+      ErrorCode.UNAVAILABLE,
+      `selectBackend(): options.matMul is 'onnxruntime' but onnxruntime-node could not be loaded (${reason}); install onnxruntime-node 1.30 or pass matMul: 'auto'`,
+    );
+  }
 }
 
 /**

@@ -334,11 +334,11 @@ export class LlamaModel {
         tf.transpose(tf.reshape(dAttention, [b, t, heads, headDim]), [0, 2, 1, 3]),
         [b * kvHeads, group * t, headDim],
       ) as tf.Tensor3D;
-      const dP = ops.bmm(dO, ops.bt(c.vb));
-      const dVb = ops.bmm(ops.bt(c.p), dO);
+      const dP = ops.bmmNT(dO, c.vb);
+      const dVb = ops.bmmTN(c.p, dO);
       const dScores = tf.mul(c.p, tf.sub(dP, tf.sum(tf.mul(dP, c.p), -1, true))) as tf.Tensor3D;
-      const dQg = ops.bmm(dScores, ops.bt(c.kt));
-      const dK = ops.bmm(ops.bt(dScores), c.qg);
+      const dQg = ops.bmmNT(dScores, c.kt);
+      const dK = ops.bmmTN(dScores, c.qg);
       const dQ = tf.mul(
         tf.reshape(tf.transpose(tf.reshape(dQg, [b, heads, t, headDim]), [0, 2, 1, 3]), [
           n,

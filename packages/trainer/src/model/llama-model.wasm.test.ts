@@ -33,12 +33,20 @@ function maxAbsDiff(got: Float32Array[][], want: Float64Array, vocab: number) {
   return max;
 }
 
+// Both matrix-product engines of the wasm backend: onnxruntime-node's MLAS (the default where it is
+// installed) and tfjs-backend-wasm's XNNPACK.
+const ENGINES = ['onnxruntime', 'backend'] as const;
+const CASES = ENGINES.flatMap((matMul) =>
+  Object.keys(TINY_CONFIGS).map((name) => [name, matMul] as const),
+);
+
 describe('LlamaModel (wasm)', () => {
-  it.each(Object.keys(TINY_CONFIGS))(
-    'should match the float64 reference within 1e-4 on wasm (%s)',
-    async (name) => {
-      const selected = await selectBackend({ candidates: ['wasm'] });
+  it.each(CASES)(
+    'should match the float64 reference within 1e-4 on wasm (%s, matMul %s)',
+    async (name, matMul) => {
+      const selected = await selectBackend({ candidates: ['wasm'], matMul });
       expect(selected.name).toBe('wasm');
+      expect(selected.matMul).toBe(matMul);
       const checkpoint = tinyCheckpoint(name, 21);
       const model = await createLlamaModel(checkpoint);
       const want = referenceForward(checkpoint, { inputIds });
@@ -49,12 +57,12 @@ describe('LlamaModel (wasm)', () => {
     },
   );
 
-  it.each(Object.keys(TINY_CONFIGS))(
-    'should compute the same gradients as on cpu (%s)',
-    async (name) => {
+  it.each(CASES)(
+    'should compute the same gradients as on cpu (%s, wasm matMul %s)',
+    async (name, matMul) => {
       const checkpoint = tinyCheckpoint(name, 22);
       const gradients = async (backend: 'cpu' | 'wasm') => {
-        await selectBackend({ candidates: [backend] });
+        await selectBackend({ candidates: [backend], matMul });
         const model = await createLlamaModel(checkpoint);
         const input = prepareInput(
           {

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { ortMatMulActive, ortMatMulOp } from '../backend/ort-matmul.js';
 import {
   FAST_BATCH_MAT_MUL,
   FAST_GATHER_ROWS,
@@ -21,6 +22,10 @@ export type MatMulOps = {
   mmNT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D;
   /** a[i] @ b[i] for 3-D a `[n, m, k]`, b `[n, k, p]`. */
   bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D;
+  /** a[i] @ b[i]ᵀ for 3-D a `[n, m, k]`, b `[n, p, k]`. */
+  bmmNT(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D;
+  /** a[i]ᵀ @ b[i] for 3-D a `[n, k, m]`, b `[n, k, p]`. */
+  bmmTN(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D;
   /** xᵀ for 2-D x. */
   t(x: tf.Tensor2D): tf.Tensor2D;
   /** x[i]ᵀ for each matrix of a 3-D x (`tf.transpose(x, [0, 2, 1])`). */
@@ -35,22 +40,39 @@ export type MatMulOps = {
 
 /** The {@link MatMulOps} for a backend name. @internal */
 export function matMulOps(backendName: string): MatMulOps {
+  const base = backendOps(backendName);
+  if (backendName !== 'wasm' || !ortMatMulActive()) return base;
+  // wasm with onnxruntime-node: every product runs on MLAS with its transpose flags (no copies).
+  return {
+    ...base,
+    explicitTranspose: false,
+    mm: (a, b) => ortMatMulOp(a, b, false, false),
+    mmTN: (a, b) => ortMatMulOp(a, b, true, false),
+    mmNT: (a, b) => ortMatMulOp(a, b, false, true),
+    bmm: (a, b) => ortMatMulOp(a, b, false, false),
+    bmmNT: (a, b) => ortMatMulOp(a, b, false, true),
+    bmmTN: (a, b) => ortMatMulOp(a, b, true, false),
+  };
+}
+
+function backendOps(backendName: string): MatMulOps {
   const native = backendName === 'tensorflow';
-  const fastBatched =
-    backendName === 'wasm' && tf.getKernel(FAST_BATCH_MAT_MUL, 'wasm') !== undefined;
-  const fastTranspose =
-    backendName === 'wasm' && tf.getKernel(FAST_TRANSPOSE, 'wasm') !== undefined;
-  const fastGather = backendName === 'wasm' && tf.getKernel(FAST_GATHER_ROWS, 'wasm') !== undefined;
-  const fastSum = backendName === 'wasm' && tf.getKernel(FAST_SUM_ROWS, 'wasm') !== undefined;
-  const t = fastTranspose
+  const has = (kernel: string) =>
+    backendName === 'wasm' && tf.getKernel(kernel, 'wasm') !== undefined;
+  const t = has(FAST_TRANSPOSE)
     ? (x: tf.Tensor2D) => tf.engine().runKernel(FAST_TRANSPOSE, { x }, {}) as tf.Tensor2D
     : (x: tf.Tensor2D) => tf.transpose(x);
+  // tfjs's own 3-D transpose is faster than the tiled copy for attention's small matrices.
+  const bt = (x: tf.Tensor3D) => tf.transpose(x, [0, 2, 1]);
+  const bmm = has(FAST_BATCH_MAT_MUL)
+    ? (a: tf.Tensor3D, b: tf.Tensor3D) =>
+        tf.engine().runKernel(FAST_BATCH_MAT_MUL, { a, b }, {}) as tf.Tensor3D
+    : (a: tf.Tensor3D, b: tf.Tensor3D) => tf.matMul(a, b) as tf.Tensor3D;
   return {
     explicitTranspose: !native,
     t,
-    // tfjs's own 3-D transpose is faster than the tiled copy for attention's small matrices.
-    bt: (x) => tf.transpose(x, [0, 2, 1]),
-    gatherRows: fastGather
+    bt,
+    gatherRows: has(FAST_GATHER_ROWS)
       ? (x, ids) =>
           tf
             .engine()
@@ -60,14 +82,14 @@ export function matMulOps(backendName: string): MatMulOps {
               {},
             ) as tf.Tensor2D
       : (x, ids) => tf.gather(x, tf.tensor1d(ids, 'int32')) as tf.Tensor2D,
-    sumRows: fastSum
+    sumRows: has(FAST_SUM_ROWS)
       ? (x) => tf.engine().runKernel(FAST_SUM_ROWS, { x }, {}) as tf.Tensor1D
       : (x) => tf.sum(x, 0),
     mm: (a, b) => tf.matMul(a, b),
     mmTN: native ? (a, b) => tf.matMul(a, b, true, false) : (a, b) => tf.matMul(t(a), b),
     mmNT: native ? (a, b) => tf.matMul(a, b, false, true) : (a, b) => tf.matMul(a, t(b)),
-    bmm: fastBatched
-      ? (a, b) => tf.engine().runKernel(FAST_BATCH_MAT_MUL, { a, b }, {}) as tf.Tensor3D
-      : (a, b) => tf.matMul(a, b),
+    bmm,
+    bmmNT: native ? (a, b) => tf.matMul(a, b, false, true) : (a, b) => bmm(a, bt(b)),
+    bmmTN: native ? (a, b) => tf.matMul(a, b, true, false) : (a, b) => bmm(bt(a), b),
   };
 }

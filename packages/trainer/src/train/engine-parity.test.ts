@@ -60,10 +60,16 @@ function maxDifference(trainer: PolicyTrainer, groups: Completion[][], temperatu
  * GrpoTrainer does it, with `updateWeights`), at temperature 1 and at the sampling temperature.
  */
 describe('engine parity: @rlvr/rollout (both ONNX engines) vs @rlvr/trainer (tfjs)', () => {
-  for (const backend of ['cpu', 'wasm'] as const) {
+  // wasm twice: matrix products on onnxruntime-node's MLAS (the default here) and on XNNPACK.
+  const variants = [
+    ['cpu', 'backend'],
+    ['wasm', 'onnxruntime'],
+    ['wasm', 'backend'],
+  ] as const;
+  for (const [backend, matMul] of variants) {
     for (const name of Object.keys(TINY_CONFIGS)) {
-      it(`should give the same per-token logprobs on ${backend} (${name}), random and trained weights`, async () => {
-        await selectBackend({ candidates: [backend] });
+      it(`should give the same per-token logprobs on ${backend} (matMul ${matMul}, ${name}), random and trained weights`, async () => {
+        expect((await selectBackend({ candidates: [backend], matMul })).matMul).toBe(matMul);
         const checkpoint = tinyCheckpoint(name, 5);
         const vocab = checkpoint.config.vocab_size;
         const tokenizer = buildCharTokenizer({ characters: ALPHABET.slice(0, vocab - 4) });

@@ -1,0 +1,191 @@
+import { GraphBuilder, OnnxDataType, valueInfo } from '@rlvr/model';
+import * as tf from '@tensorflow/tfjs-core';
+
+/** Name of the matMul kernel this package registers for wasm when onnxruntime-node is installed. */
+export const ORT_MAT_MUL = 'RlvrOrtMatMul';
+
+/** Attributes of {@link ORT_MAT_MUL}: transpose flags of the last two axes. */
+export type OrtMatMulAttrs = { transposeA: boolean; transposeB: boolean };
+
+type OrtTensor = { data: Float32Array };
+type OrtTensorConstructor = new (
+  type: 'float32',
+  data: Float32Array,
+  dims: readonly number[],
+) => OrtTensor;
+/** The synchronous session of onnxruntime-node's native binding (its JS wrapper is async). */
+type NativeSession = {
+  loadModel(buffer: ArrayBufferLike, offset: number, length: number, options: object): void;
+  run(
+    feeds: Record<string, OrtTensor>,
+    fetches: Record<string, null>,
+    options: object,
+  ): Record<string, OrtTensor>;
+  dispose(): void;
+};
+type NativeBinding = { InferenceSession: new () => NativeSession };
+
+type WasmBackendInternals = {
+  wasm: { HEAPU8: Uint8Array };
+  dataIdMap: { get(dataId: object): { memoryOffset: number } };
+  makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo;
+};
+
+type Runtime = { binding: NativeBinding; Tensor: OrtTensorConstructor };
+
+let runtime: Runtime | undefined;
+let active = false;
+const sessions = new Map<string, NativeSession>();
+
+/** Options of every matMul session: MLAS on all cores, sequential, no spinning between ops. */
+const SESSION_OPTIONS = {
+  graphOptimizationLevel: 'all',
+  executionMode: 'sequential',
+  interOpNumThreads: 1,
+  extra: { session: { intra_op: { allow_spinning: '0' } } },
+};
+
+/**
+ * Loads onnxruntime-node's native binding (an optional peer dependency). Its `session.run` is
+ * synchronous underneath the Promise of the public API, which is what a tfjs kernel needs.
+ * @throws when onnxruntime-node is not installed or its binding does not load.
+ */
+async function loadRuntime(): Promise<Runtime> {
+  if (runtime !== undefined) return runtime;
+  const moduleName = 'onnxruntime-node';
+  const ort = (await import(/* @vite-ignore */ moduleName)) as {
+    Tensor?: OrtTensorConstructor;
+    default?: { Tensor?: OrtTensorConstructor };
+  };
+  const bindingModule = (await import(/* @vite-ignore */ `${moduleName}/dist/binding.js`)) as {
+    binding?: NativeBinding;
+    initOrt?: () => void;
+    default?: { binding?: NativeBinding; initOrt?: () => void };
+  };
+  const Tensor = ort.Tensor ?? ort.default?.Tensor;
+  const binding = bindingModule.binding ?? bindingModule.default?.binding;
+  const initOrt = bindingModule.initOrt ?? bindingModule.default?.initOrt;
+  if (Tensor === undefined || binding === undefined || initOrt === undefined) {
+    throw new Error('onnxruntime-node has no native binding at dist/binding.js (expected 1.30)');
+  }
+  initOrt();
+  runtime = { binding, Tensor };
+  return runtime;
+}
+
+/** `[batch, m, k] @ [batch, k, n]` (batch 0: 2-D) with transposes, as a one-node ONNX model. */
+function matMulModel(
+  batch: number,
+  aShape: number[],
+  bShape: number[],
+  attrs: OrtMatMulAttrs,
+): Uint8Array {
+  const graph = new GraphBuilder();
+  const perm = batch === 0 ? [1, 0] : [0, 2, 1];
+  const a = attrs.transposeA ? graph.op('Transpose', ['a'], { perm }) : 'a';
+  const b = attrs.transposeB ? graph.op('Transpose', ['b'], { perm }) : 'b';
+  // ORT fuses Transpose + MatMul into one MLAS GEMM with the transpose flags.
+  graph.add('MatMul', [a, b], {}, ['y']);
+  return graph.encode({
+    irVersion: 8,
+    opset: 17,
+    producerName: '@rlvr/trainer',
+    graph: {
+      name: 'matmul',
+      input: [
+        valueInfo('a', OnnxDataType.FLOAT, aShape),
+        valueInfo('b', OnnxDataType.FLOAT, bShape),
+      ],
+      output: [valueInfo('y', OnnxDataType.FLOAT)],
+    },
+  });
+}
+
+function sessionFor(aShape: number[], bShape: number[], attrs: OrtMatMulAttrs): NativeSession {
+  const key = `${aShape.join('x')}|${bShape.join('x')}|${+attrs.transposeA}${+attrs.transposeB}`;
+  let session = sessions.get(key);
+  if (session === undefined) {
+    const bytes = matMulModel(aShape.length === 3 ? aShape[0]! : 0, aShape, bShape, attrs);
+    session = new runtime!.binding.InferenceSession();
+    session.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, SESSION_OPTIONS);
+    sessions.set(key, session);
+  }
+  return session;
+}
+
+function heapView(backend: WasmBackendInternals, info: tf.TensorInfo): Float32Array {
+  const offset = backend.dataIdMap.get(info.dataId).memoryOffset;
+  const size = info.shape.reduce((product, dimension) => product * dimension, 1);
+  return new Float32Array(backend.wasm.HEAPU8.buffer, offset, size);
+}
+
+/**
+ * `op(a) @ op(b)` on onnxruntime's MLAS GEMM (AVX-512, all cores) for float32 tensors on the wasm
+ * heap: the operands are passed to ORT as views (no copy), the product is copied once into the
+ * output tensor. Shapes `[m, k]`/`[k, n]` or `[batch, m, k]`/`[batch, k, n]` before transposes.
+ */
+function ortMatMul(args: {
+  inputs: tf.NamedTensorInfoMap;
+  backend: unknown;
+  attrs?: tf.NamedAttrMap;
+}): tf.TensorInfo {
+  const backend = args.backend as WasmBackendInternals;
+  const a = args.inputs.a!;
+  const b = args.inputs.b!;
+  const attrs = args.attrs as unknown as OrtMatMulAttrs;
+  const rank = a.shape.length;
+  const m = a.shape[attrs.transposeA ? rank - 1 : rank - 2]!;
+  const n = b.shape[attrs.transposeB ? rank - 2 : rank - 1]!;
+  const outShape = rank === 3 ? [a.shape[0]!, m, n] : [m, n];
+  const out = backend.makeOutput(outShape, 'float32');
+  const session = sessionFor(a.shape, b.shape, attrs);
+  const { Tensor } = runtime!;
+  const result = session.run(
+    {
+      a: new Tensor('float32', heapView(backend, a), a.shape),
+      b: new Tensor('float32', heapView(backend, b), b.shape),
+    },
+    { y: null },
+    {},
+  );
+  heapView(backend, out).set(result.y!.data);
+  return out;
+}
+
+/**
+ * Loads onnxruntime-node and registers {@link ORT_MAT_MUL} for wasm (idempotent), then makes
+ * models created afterwards use it. Called by `selectBackend`.
+ * @throws when onnxruntime-node cannot be loaded.
+ */
+export async function enableOrtMatMul(): Promise<void> {
+  await loadRuntime();
+  if (tf.getKernel(ORT_MAT_MUL, 'wasm') === undefined) {
+    tf.registerKernel({
+      kernelName: ORT_MAT_MUL,
+      backendName: 'wasm',
+      kernelFunc: ortMatMul as unknown as tf.KernelFunc,
+    });
+  }
+  active = true;
+}
+
+/** Makes models created afterwards use the backend's own matMul again. */
+export function disableOrtMatMul(): void {
+  active = false;
+}
+
+/** True when models created now run their matMuls on onnxruntime (wasm only). @internal */
+export function ortMatMulActive(): boolean {
+  return active && tf.getKernel(ORT_MAT_MUL, 'wasm') !== undefined;
+}
+
+/** `op(a) @ op(b)` through {@link ORT_MAT_MUL} (2-D or batched 3-D). @internal */
+export function ortMatMulOp<T extends tf.Tensor2D | tf.Tensor3D>(
+  a: T,
+  b: T,
+  transposeA: boolean,
+  transposeB: boolean,
+): T {
+  const attrs = { transposeA, transposeB } as unknown as tf.NamedAttrMap;
+  return tf.engine().runKernel(ORT_MAT_MUL, { a, b }, attrs) as T;
+}
