@@ -7,7 +7,24 @@ import {
   openWrapped,
   type SessionSettings,
 } from '../onnx/ort.js';
-import { LOOP_IO } from './loop-graph.js';
+import { LOOP_IO, type WeightInput } from './loop-graph.js';
+
+/** Where each weight input lives in one flat float32 array (offsets in floats). @internal */
+export type WeightLayout = (WeightInput & { offset: number; length: number })[];
+
+/** The weights of a graph built with weight inputs: their layout and values. @internal */
+export type BoundWeights = { layout: WeightLayout; data: Float32Array };
+
+/** Lays weight inputs out one after the other in a flat array. @internal */
+export function layoutWeights(inputs: readonly WeightInput[]): WeightLayout {
+  let offset = 0;
+  return inputs.map(({ name, dims }) => {
+    const length = dims.reduce((product, dim) => product * dim, 1);
+    const entry = { name, dims: [...dims], offset, length };
+    offset += length;
+    return entry;
+  });
+}
 
 /**
  * Tokens sorted for top-p: the best 64, else the best 1024, else the whole list (when some row's
@@ -81,17 +98,68 @@ export class LoopDecoder {
   sortTiers: readonly [number, number] = SORT_TIERS;
   /** Rows kept for the next call (`keepRows`), or undefined for all. */
   private kept: number[] | undefined;
+  /** The weight inputs fed to every run: tensors over `weightData`, created once. */
+  private readonly weightFeeds: Record<string, Ort.Tensor> = {};
+  /** The values behind {@link weightFeeds} (the session reads them in place on every run). */
+  private readonly weightData: Float32Array | undefined;
 
-  private constructor(ort: typeof Ort, session: Ort.InferenceSession) {
+  private constructor(ort: typeof Ort, session: Ort.InferenceSession, weights?: BoundWeights) {
     this.ort = ort;
     this.session = session;
     this.layout = readLoopLayout(session);
     this.vocabSize = this.layout.vocabSize;
+    const known = new Set<string>(Object.values(LOOP_IO.inputs));
+    const expected = session.inputNames.filter(
+      (name) => !known.has(name) && !name.startsWith('past_key_values.'),
+    );
+    if (weights) {
+      const names = new Set(weights.layout.map((entry) => entry.name));
+      if (expected.length !== names.size || expected.some((name) => !names.has(name))) {
+        throw graphError(
+          `the loop graph's weight inputs (${expected.join(', ')}) are not the weights given`,
+        );
+      }
+      // onnxruntime-node reads a tensor's ArrayBuffer in place; it refuses SharedArrayBuffers
+      const data =
+        weights.data.buffer instanceof ArrayBuffer ? weights.data : new Float32Array(weights.data);
+      this.weightData = data;
+      for (const { name, dims, offset, length } of weights.layout) {
+        this.weightFeeds[name] = new ort.Tensor(
+          'float32',
+          data.subarray(offset, offset + length),
+          dims,
+        );
+      }
+    } else if (expected.length > 0) {
+      throw graphError('the loop graph takes its weights as inputs: bind them when opening it');
+    }
   }
 
-  /** Creates a decoder for loop-graph bytes. */
-  static async create(model: Uint8Array | string, settings: SessionSettings): Promise<LoopDecoder> {
-    return openWrapped(model, settings, (ort, session) => new LoopDecoder(ort, session));
+  /**
+   * Creates a decoder for loop-graph bytes. A graph built with weight inputs needs `weights`: the
+   * session reads `weights.data` in place on every run (copied once first when it is backed by a
+   * SharedArrayBuffer, which onnxruntime-node does not accept).
+   */
+  static async create(
+    model: Uint8Array | string,
+    settings: SessionSettings,
+    weights?: BoundWeights,
+  ): Promise<LoopDecoder> {
+    return openWrapped(model, settings, (ort, session) => new LoopDecoder(ort, session, weights));
+  }
+
+  /** True when the weights are graph inputs that {@link writeWeights} can overwrite in place. */
+  get inPlaceWeights(): boolean {
+    return this.weightData !== undefined;
+  }
+
+  /**
+   * Overwrites the weights the session reads (same layout as when opened): the next run uses them.
+   * Must not be called while a run is in flight.
+   */
+  writeWeights(data: Float32Array): void {
+    if (!this.weightData) throw graphError('this loop graph has its weights built in');
+    if (data !== this.weightData) this.weightData.set(data);
   }
 
   /** Replaces the session (after a weight update); the new graph must have the same layout. */
@@ -209,6 +277,7 @@ export class LoopDecoder {
     const steps = uniforms.length / rows;
     const io = LOOP_IO.inputs;
     const feeds: Record<string, Ort.Tensor> = {
+      ...this.weightFeeds,
       ...this.scalars(sampling),
       [io.inputIds]: this.int64(ids, [batch, length]),
       [io.attentionMask]: this.int64(mask, [batch, length]),
@@ -264,6 +333,7 @@ export class LoopDecoder {
     const steps = uniforms.length / rows;
     const io = LOOP_IO.inputs;
     const feeds: Record<string, Ort.Tensor> = {
+      ...this.weightFeeds,
       ...this.scalars(sampling),
       [io.inputIds]: this.int64(tokens, [previous, 1]),
       [io.attentionMask]: new this.ort.Tensor('int64', mask, [previous, length]),

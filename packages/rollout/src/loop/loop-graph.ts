@@ -369,9 +369,53 @@ export function buildLoopGraph(
   checkpoint: Checkpoint,
   functionName = 'buildLoopGraph',
 ): Uint8Array {
+  return encodeLoopGraph(checkpoint, functionName, false).bytes;
+}
+
+/** A weight fed to the loop graph as an input: its checkpoint name and shape. @internal */
+export type WeightInput = { name: string; dims: number[] };
+
+/**
+ * The graph of {@link buildLoopGraph} with every checkpoint tensor as a graph input (named as in
+ * the checkpoint) instead of an initializer: the encoded model holds no weights (it is small and
+ * fast to build, with no 2 GiB limit) and a weight update is a copy into the arrays fed to
+ * `session.run`, not a new session. Returns the bytes and the weight inputs in graph order.
+ * @internal
+ */
+export function buildLoopGraphWithWeightInputs(
+  checkpoint: Checkpoint,
+  functionName = 'buildLoopGraph',
+): { bytes: Uint8Array; weights: WeightInput[] } {
+  return encodeLoopGraph(checkpoint, functionName, true);
+}
+
+/** A builder that turns checkpoint weights into graph inputs (other floats stay initializers). */
+class WeightInputBuilder extends GraphBuilder {
+  readonly weightInputs: WeightInput[] = [];
+  private readonly names: Set<string>;
+
+  constructor(names: Set<string>) {
+    super();
+    this.names = names;
+  }
+
+  override weight(name: string, dims: number[], data: Float32Array): string {
+    if (!this.names.has(name)) return super.weight(name, dims, data);
+    this.weightInputs.push({ name, dims: [...dims] });
+    return name;
+  }
+}
+
+function encodeLoopGraph(
+  checkpoint: Checkpoint,
+  functionName: string,
+  weightInputs: boolean,
+): { bytes: Uint8Array; weights: WeightInput[] } {
   const valid = validateCheckpoint(checkpoint, { functionName });
   const { config } = valid;
-  const g = new GraphBuilder();
+  const g = weightInputs
+    ? new WeightInputBuilder(new Set(valid.tensors.map((tensor) => tensor.name)))
+    : new GraphBuilder();
   const headDim = config.head_dim;
   const context: LoopContext = {
     g,
@@ -393,13 +437,17 @@ export function buildLoopGraph(
   };
   const first = emitFirstStep(context);
   emitLoopAndOutputs(context, first, emitLoopBody(context, first));
-  return g.encode(
+  const weights = g instanceof WeightInputBuilder ? g.weightInputs : [];
+  const graphIo = loopGraphIo(config);
+  graphIo.input.push(...weights.map(({ name, dims }) => valueInfo(name, DataType.FLOAT, dims)));
+  const bytes = g.encode(
     {
       irVersion: IR_VERSION,
       opset: LOOP_OPSET,
       producerName: '@rlvr/rollout',
-      graph: { name: `${config.model_type}_sampling_loop`, ...loopGraphIo(config) },
+      graph: { name: `${config.model_type}_sampling_loop`, ...graphIo },
     },
     functionName,
   );
+  return { bytes, weights };
 }

@@ -6,7 +6,7 @@ import {
   type TokenEvent,
 } from '../engine/generate-batch.js';
 import { generateChunked } from '../engine/generate-chunked.js';
-import { LoopDecoder } from '../loop/loop-decoder.js';
+import { type BoundWeights, LoopDecoder } from '../loop/loop-decoder.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import type { SessionSettings } from './ort.js';
 
@@ -36,22 +36,29 @@ export type DecoderEngine = {
     hooks: GenerateHooks,
   ): Promise<IndexedCompletion[]>;
   replaceSession(model: Uint8Array | string, settings: SessionSettings): Promise<void>;
+  /** Overwrites the weights in place (loop graphs built with weight inputs only). */
+  writeWeights(data: Float32Array): void;
   release(): Promise<void>;
 };
 
-/** Creates the decoder of `kind` for the graph `model`. @internal */
+/**
+ * Creates the decoder of `kind` for the graph `model` (`weights`: the values of a loop graph built
+ * with weight inputs). @internal
+ */
 export async function createDecoderEngine(
   kind: EngineKind,
   model: Uint8Array | string,
   session: SessionSettings,
+  weights?: BoundWeights,
 ): Promise<DecoderEngine> {
   if (kind.type === 'loop') {
-    const decoder = await LoopDecoder.create(model, session);
+    const decoder = await LoopDecoder.create(model, session, weights);
     return {
       vocabSize: decoder.vocabSize,
       generate: (jobs, settings, hooks) =>
         generateChunked(decoder, jobs, settings, kind.stepsPerRun, hooks),
       replaceSession: (next, settings) => decoder.replaceSession(next, settings),
+      writeWeights: (data) => decoder.writeWeights(data),
       release: () => decoder.release(),
     };
   }
@@ -60,6 +67,9 @@ export async function createDecoderEngine(
     vocabSize: decoder.vocabSize,
     generate: (jobs, settings, hooks) => generateBatch(decoder, jobs, settings, hooks),
     replaceSession: (next, settings) => decoder.replaceSession(next, settings),
+    writeWeights: () => {
+      throw new Error('the optimum engine has its weights built into the graph');
+    },
     release: () => decoder.release(),
   };
 }

@@ -3,11 +3,9 @@ import {
   type Completion,
   ErrorCode,
   InvalidArgumentError,
-  type NamedTensor,
   RlvrError,
   type SampleRequest,
   type Sampler,
-  ShapeMismatchError,
   throwIfAborted,
   validateOptions,
   type WeightSnapshot,
@@ -19,7 +17,7 @@ import type {
   SequenceJob,
   TokenEvent,
 } from '../engine/generate-batch.js';
-import { buildLoopGraph } from '../loop/loop-graph.js';
+import { buildLoopGraphWithWeightInputs } from '../loop/loop-graph.js';
 import {
   createRolloutTokenizer,
   type RolloutTokenizer,
@@ -29,6 +27,7 @@ import { createDecoderEngine, type EngineKind } from './decoder-engine.js';
 import type { SessionSettings } from './ort.js';
 import { prepareRequest } from './sample-request.js';
 import { type OnnxSamplerOptions, resolveSamplerOptions } from './sampler-options.js';
+import { mergeSnapshot, WeightStore } from './weight-store.js';
 import { WorkerPool } from './worker-pool.js';
 import type { ModelSource } from './worker-protocol.js';
 
@@ -43,9 +42,20 @@ export type SampleStreamEvent =
 
 /** Timing of the last {@link OnnxSampler.updateWeights} call, in milliseconds. */
 export type WeightSyncTiming = {
-  /** Merging the snapshot and encoding the ONNX graph. */
+  /**
+   * `in-place`: the weights are graph inputs and the update is a copy into the arrays the
+   * sessions read (the `loop` engine from a checkpoint); `rebuild`: a new graph and new sessions
+   * (the `optimum` engine).
+   */
+  mode: 'in-place' | 'rebuild';
+  /** Waiting for `sample()`/`stream()` calls started before the update to finish. */
+  waitMs: number;
+  /**
+   * `in-place`: checking the snapshot and copying it into the weight buffer (shared with the
+   * workers); `rebuild`: merging the snapshot and encoding the ONNX graph.
+   */
   exportMs: number;
-  /** Creating the new session(s) (slowest worker). */
+  /** `in-place`: each worker's copy into its session's inputs (slowest worker); `rebuild`: creating the new session(s). */
   sessionMs: number;
   totalMs: number;
 };
@@ -71,7 +81,16 @@ export interface OnnxSampler extends Sampler {
     request: SampleRequest,
     options?: { signal?: AbortSignal },
   ): AsyncIterable<SampleStreamEvent>;
-  /** Loads new weights (by Hugging Face name; missing names keep their values) and rebuilds the sessions. */
+  /**
+   * Loads new weights (by Hugging Face name; missing names keep their values). On the `loop`
+   * engine the weights are graph inputs: the update copies them into the arrays the sessions read
+   * (no new graph or session; see {@link WeightSyncTiming}); the `optimum` engine rebuilds its
+   * graph and sessions.
+   *
+   * Ordering: `sample()`/`stream()` calls started before `updateWeights` run to the end on the
+   * old weights (the update waits for them); calls started after it run on the new weights. The
+   * snapshot's arrays are read when the update runs, so keep them unchanged until it resolves.
+   */
   updateWeights(snapshot: WeightSnapshot): Promise<void>;
   /** Timing of the last weight update, if any. */
   readonly lastWeightSync: WeightSyncTiming | undefined;
@@ -86,7 +105,12 @@ type Engine = {
     signal: AbortSignal | undefined,
     onToken?: (event: TokenEvent) => void,
   ): Promise<IndexedCompletion[]>;
+  /** Replaces the sessions (call inside {@link serial}); resolves with ms spent. */
   update(model: ModelSource): Promise<number>;
+  /** Copies `data` into the sessions' weight inputs (in-place graphs; inside {@link serial}). */
+  writeWeights(data: Float32Array): Promise<number>;
+  /** Runs `task` after every call queued before it (generation, updates) has finished. */
+  serial<T>(task: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
   vocabSize: number;
 };
@@ -104,6 +128,16 @@ function toShared(bytes: Uint8Array, workers: number): ModelSource {
   return { bytes: shared };
 }
 
+/** A FIFO queue: each task starts once every task queued before it has settled. */
+function createSerialQueue(): <T>(task: () => Promise<T>) => Promise<T> {
+  let queue: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => Promise<T>): Promise<T> => {
+    const result = queue.then(task);
+    queue = result.catch(() => undefined);
+    return result;
+  };
+}
+
 async function createEngine(
   kind: EngineKind,
   model: ModelSource,
@@ -112,20 +146,19 @@ async function createEngine(
   tokenizerFiles: TokenizerFiles | undefined,
   tokenizer: RolloutTokenizer | undefined,
 ): Promise<Engine> {
+  // One queue for generation and updates: an update waits for the calls queued before it, and
+  // calls queued after it see the new weights.
+  const serial = createSerialQueue();
   if (workers === 0) {
     const decoder = await createDecoderEngine(
       kind,
       'bytes' in model ? model.bytes : model.path,
       session,
+      model.weights,
     );
-    let queue: Promise<unknown> = Promise.resolve();
-    const serial = <T>(task: () => Promise<T>): Promise<T> => {
-      const result = queue.then(task);
-      queue = result.catch(() => undefined);
-      return result;
-    };
     return {
       vocabSize: decoder.vocabSize,
+      serial,
       generate: (jobs, settings, signal, onToken) =>
         serial(() =>
           decoder.generate(jobs, settings, {
@@ -137,12 +170,16 @@ async function createEngine(
             onToken,
           }),
         ),
-      update: (next) =>
-        serial(async () => {
-          const started = performance.now();
-          await decoder.replaceSession('bytes' in next ? next.bytes : next.path, session);
-          return performance.now() - started;
-        }),
+      update: async (next) => {
+        const started = performance.now();
+        await decoder.replaceSession('bytes' in next ? next.bytes : next.path, session);
+        return performance.now() - started;
+      },
+      writeWeights: async (data) => {
+        const started = performance.now();
+        decoder.writeWeights(data);
+        return performance.now() - started;
+      },
       close: () => serial(() => decoder.release()),
     };
   }
@@ -161,17 +198,20 @@ async function createEngine(
   }
   return {
     vocabSize,
-    generate: (jobs, settings, signal, onToken) => {
-      const flagBuffer = new SharedArrayBuffer(4);
-      const flag = new Int32Array(flagBuffer);
-      const onAbort = () => Atomics.store(flag, 0, 1);
-      if (signal?.aborted) onAbort();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      return pool
-        .generate(jobs, settings, flagBuffer, onToken)
-        .finally(() => signal?.removeEventListener('abort', onAbort));
-    },
+    serial,
+    generate: (jobs, settings, signal, onToken) =>
+      serial(() => {
+        const flagBuffer = new SharedArrayBuffer(4);
+        const flag = new Int32Array(flagBuffer);
+        const onAbort = () => Atomics.store(flag, 0, 1);
+        if (signal?.aborted) onAbort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        return pool
+          .generate(jobs, settings, flagBuffer, onToken)
+          .finally(() => signal?.removeEventListener('abort', onAbort));
+      }),
     update: (next) => pool.update(next, session),
+    writeWeights: (data) => pool.writeWeights(data),
     close: () => pool.close(),
   };
 }
@@ -204,15 +244,21 @@ function eosFromGenerationConfig(config: object | undefined): number[] {
 export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<OnnxSampler> {
   const resolved = resolveSamplerOptions(options);
   const { kind, session, workers, tokenizerFiles } = resolved;
-  const encode = (source: Checkpoint): Uint8Array =>
-    kind.type === 'loop' ? buildLoopGraph(source, FUNCTION) : exportOnnx(source);
   let checkpoint = resolved.checkpoint;
+  // the loop engine takes its weights as graph inputs (updates copy them in place)
+  let store: WeightStore | undefined;
+  const encode = (source: Checkpoint): Uint8Array => {
+    if (kind.type !== 'loop') return exportOnnx(source);
+    const { bytes, weights } = buildLoopGraphWithWeightInputs(source, FUNCTION);
+    store = new WeightStore(source, weights, workers > 0);
+    return bytes;
+  };
   const tokenizer = tokenizerFiles ? await createRolloutTokenizer(tokenizerFiles) : undefined;
   const fromConfig = eosFromGenerationConfig(checkpoint?.generationConfig);
   const eosTokenIds =
     resolved.eosTokenIds ?? (fromConfig.length > 0 ? fromConfig : (tokenizer?.eosTokenIds ?? []));
   const model: ModelSource = checkpoint
-    ? toShared(encode(checkpoint), workers)
+    ? { ...toShared(encode(checkpoint), workers), weights: store?.bound }
     : { path: resolved.onnxPath! };
   const engine = await createEngine(kind, model, session, workers, tokenizerFiles, tokenizer);
   let closed = false;
@@ -329,56 +375,28 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
           `${name}() needs a sampler created from options.checkpoint (the ONNX graph is rebuilt from its config)`,
         );
       }
-      const raw = validateOptions<WeightSnapshot>(snapshot, {
-        parameter: 'snapshot',
-        functionName: name,
-        known: ['step', 'tensors'],
-      });
-      if (!Array.isArray(raw.tensors)) {
-        throw new InvalidArgumentError({
-          parameter: 'snapshot.tensors',
-          functionName: name,
-          value: raw.tensors,
-          expected: 'an array of named tensors',
-        });
-      }
       const started = performance.now();
-      const current = new Map(checkpoint.tensors.map((tensor) => [tensor.name, tensor]));
-      raw.tensors.forEach((tensor: NamedTensor, index: number) => {
-        const existing = current.get(tensor?.name);
-        if (!existing) {
-          throw new InvalidArgumentError({
-            parameter: `snapshot.tensors[${index}].name`,
-            functionName: name,
-            value: tensor?.name,
-            expected: 'the Hugging Face name of a tensor of the model',
-          });
-        }
-        if (
-          !(tensor.data instanceof Float32Array) ||
-          tensor.data.length !== existing.data.length ||
-          tensor.shape.join(',') !== existing.shape.join(',')
-        ) {
-          throw new ShapeMismatchError({
-            parameter: `snapshot.tensors[${index}]`,
-            functionName: name,
-            expected: `a Float32Array tensor of shape [${existing.shape.join(', ')}]`,
-            actual: `shape [${tensor.shape?.join(', ')}] with ${tensor.data?.length} values`,
-          });
-        }
-        current.set(tensor.name, tensor);
-      });
-      const next: Checkpoint = {
-        ...checkpoint,
-        tensors: checkpoint.tensors.map((tensor) => current.get(tensor.name)!),
-      };
-      const bytes = toShared(encode(next), workers);
-      const exported = performance.now();
-      const sessionMs = await engine.update(bytes);
+      const { next, changed } = mergeSnapshot(checkpoint, snapshot, name);
+      // the next update merges onto this one, even while this one waits for running calls
       checkpoint = next;
+      const timing = await engine.serial(async () => {
+        const ready = performance.now();
+        if (store) {
+          store.write(changed);
+          const copied = performance.now();
+          const sessionMs = await engine.writeWeights(store.bound.data);
+          return { mode: 'in-place' as const, ready, exportMs: copied - ready, sessionMs };
+        }
+        const bytes = toShared(exportOnnx(next), workers);
+        const exported = performance.now();
+        const sessionMs = await engine.update(bytes);
+        return { mode: 'rebuild' as const, ready, exportMs: exported - ready, sessionMs };
+      });
       lastWeightSync = {
-        exportMs: exported - started,
-        sessionMs,
+        mode: timing.mode,
+        waitMs: timing.ready - started,
+        exportMs: timing.exportMs,
+        sessionMs: timing.sessionMs,
         totalMs: performance.now() - started,
       };
     },

@@ -129,6 +129,10 @@ class SessionWorker {
     return this.request((jobId) => ({ type: 'update', jobId, model, session }));
   }
 
+  writeWeights(data: Float32Array): Promise<number> {
+    return this.request((jobId) => ({ type: 'weights', jobId, data }));
+  }
+
   async close(): Promise<void> {
     this.worker.postMessage({ type: 'close' } satisfies WorkerRequest);
     await new Promise<void>((resolve) => {
@@ -190,6 +194,15 @@ export class WorkerPool {
   /** Replaces every worker's session; resolves with the slowest worker's time in ms. */
   async update(model: ModelSource, session: SessionSettings): Promise<number> {
     const times = await Promise.all(this.workers.map((worker) => worker.update(model, session)));
+    return Math.max(...times);
+  }
+
+  /**
+   * Copies new weights (a SharedArrayBuffer view, read by every worker) into each worker's weight
+   * inputs; resolves with the slowest worker's time in ms.
+   */
+  async writeWeights(data: Float32Array): Promise<number> {
+    const times = await Promise.all(this.workers.map((worker) => worker.writeWeights(data)));
     return Math.max(...times);
   }
 

@@ -4,12 +4,17 @@ import type {
   SequenceJob,
   TokenEvent,
 } from '../engine/generate-batch.js';
+import type { BoundWeights } from '../loop/loop-decoder.js';
 import type { TokenizerFiles } from '../tokenizer/rollout-tokenizer.js';
 import type { EngineKind } from './decoder-engine.js';
 import type { SessionSettings } from './ort.js';
 
-/** Where a worker gets its graph: bytes (shared between workers) or a file path. @internal */
-export type ModelSource = { bytes: Uint8Array } | { path: string };
+/**
+ * Where a worker gets its graph: bytes (shared between workers) or a file path, and for a loop
+ * graph with weight inputs the weights (a SharedArrayBuffer view, copied once by each worker).
+ * @internal
+ */
+export type ModelSource = ({ bytes: Uint8Array } | { path: string }) & { weights?: BoundWeights };
 
 /** Messages from the sampler to a worker. @internal */
 export type WorkerRequest =
@@ -30,6 +35,8 @@ export type WorkerRequest =
       stream: boolean;
     }
   | { type: 'update'; jobId: number; model: ModelSource; session: SessionSettings }
+  /** Copy new weights (a SharedArrayBuffer view) into the session's weight inputs. */
+  | { type: 'weights'; jobId: number; data: Float32Array }
   | { type: 'close' };
 
 /** A serialized error (typed errors keep their code). @internal */

@@ -30,6 +30,7 @@ async function handle(message: WorkerRequest): Promise<void> {
           message.engine,
           modelOf(message.model),
           message.session,
+          message.model.weights,
         );
         post({ type: 'ready', vocabSize: decoder.vocabSize });
       } catch (error) {
@@ -63,6 +64,16 @@ async function handle(message: WorkerRequest): Promise<void> {
       const started = performance.now();
       try {
         await decoder!.replaceSession(modelOf(message.model), message.session);
+        post({ type: 'updated', jobId: message.jobId, elapsedMs: performance.now() - started });
+      } catch (error) {
+        post({ type: 'error', jobId: message.jobId, error: serializeError(error) });
+      }
+      return;
+    }
+    case 'weights': {
+      const started = performance.now();
+      try {
+        decoder!.writeWeights(message.data);
         post({ type: 'updated', jobId: message.jobId, elapsedMs: performance.now() - started });
       } catch (error) {
         post({ type: 'error', jobId: message.jobId, error: serializeError(error) });
