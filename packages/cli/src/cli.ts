@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 import { runCli } from './run-cli.js';
 
-const code = await runCli(process.argv.slice(2), {
+void runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
+}).then((code) => {
+  process.exitCode = code;
+  // Worker threads and wasm runtimes can keep the event loop alive: exit once output drains.
+  setTimeout(() => process.exit(code), 50).unref();
 });
-// Worker threads and wasm runtimes can keep the event loop alive: exit explicitly.
-process.exitCode = code;
-setTimeout(() => process.exit(code), 50).unref();

@@ -30,7 +30,7 @@ dataset:
   path: data/train.jsonl
   columns: { prompt: question, completion: solution }
 outputDir: runs/sft
-epochs: 6
+epochs: 30
 batchSize: 16
 seed: 0
 schedule: { learningRate: 0.01, schedule: cosine, warmupSteps: 2 }
@@ -45,7 +45,7 @@ dataset:
 rewards:
   - { name: math, weight: 1 }
 outputDir: runs/grpo
-maxSteps: 6
+maxSteps: 8
 promptsPerStep: 4
 groupSize: 4
 maxNewTokens: 3

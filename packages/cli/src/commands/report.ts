@@ -1,10 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { ErrorCode } from '@rlvr/core';
-import * as report from '@rlvr/report';
+import { writeRunReport } from '@rlvr/report';
 import { ConfigError } from '../errors/config-error.js';
 import type { Command } from './command.js';
-
-type WriteRunReport = (runDir: string, options?: Record<string, unknown>) => Promise<unknown>;
 
 export const reportCommand: Command = {
   name: 'report',
@@ -26,22 +24,12 @@ every logged metric, the completions table with rewards, and the config.`,
         code: ErrorCode.INVALID_ARGUMENT,
       });
     }
-    const write = (report as unknown as { writeRunReport?: WriteRunReport }).writeRunReport;
-    if (typeof write !== 'function') {
-      throw new ConfigError({
-        key: 'report',
-        message: 'this @rlvr/report has no writeRunReport',
-        code: ErrorCode.UNAVAILABLE,
-      });
-    }
     const out = context.flags.out as string | undefined;
-    const result = await write(runDir, {
+    const result = await writeRunReport(runDir, {
       ...(out === undefined ? {} : { out }),
       ...(context.overwrite ? { overwrite: true } : {}),
     });
-    const path =
-      typeof result === 'string' ? result : (result as { path?: string } | undefined)?.path;
-    context.io.stdout(`report: wrote ${path ?? 'the run page'}\n`);
+    context.io.stdout(`report: wrote ${result.path} (${Math.round(result.bytes / 1024)} KiB)\n`);
     return 0;
   },
 };

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ErrorCode, type MetricRecord } from '@rlvr/core';
+import { ErrorCode } from '@rlvr/core';
 import {
   createConsoleSink,
   createCsvSink,
@@ -88,6 +88,3 @@ export async function openSinks(options: {
   }
   return fanOut(sinks);
 }
-
-/** A record as every sink takes it. */
-export type { MetricRecord };
