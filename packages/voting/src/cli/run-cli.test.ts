@@ -49,6 +49,31 @@ describe('rlvr-vote', () => {
     expect(written[1]).toMatchObject({ id: 'q2', answer: '2', discarded: 1 });
   });
 
+  it('should print and write the distribution, margin and entropy of each vote', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rlvr-vote-'));
+    const input = join(dir, 'in.jsonl');
+    const output = join(dir, 'out.jsonl');
+    await writeFile(
+      input,
+      `${JSON.stringify({ id: 'q1', samples: ['\\boxed{4}', '\\boxed{4}', '\\boxed{5}', '\\boxed{4}'] })}\n`,
+    );
+    const { code, out } = await run([input, '--out', output]);
+    expect(code).toBe(0);
+    // shares 3/4 and 1/4: margin 1/2, entropy −(¾ ln ¾ + ¼ ln ¼) = 0.5623 nats
+    expect(out).toMatch(/share\s+margin\s+entropy/);
+    expect(out).toMatch(/q1\s+4\s+0\.75\s+0\.50\s+0\.562\s+4\s+0\s+4:0\.75 5:0\.25/);
+    const [written] = (await readFile(output, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(written.margin).toBeCloseTo(0.5, 12);
+    expect(written.entropy).toBeCloseTo(-(0.75 * Math.log(0.75) + 0.25 * Math.log(0.25)), 12);
+    expect(written.clusters).toEqual([
+      { answer: '4', count: 3, share: 0.75 },
+      { answer: '5', count: 1, share: 0.25 },
+    ]);
+  });
+
   it('should explain usage and bad input', async () => {
     expect((await run([])).code).toBe(2);
     expect((await run(['--help'])).code).toBe(0);

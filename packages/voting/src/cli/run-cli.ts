@@ -12,7 +12,9 @@ export type VoteRecord = { id: string | number; samples: string[]; gold?: string
 const USAGE = `usage: rlvr-vote <input.jsonl> [--out votes.jsonl] [--ks 1,2,4,8]
 
 Reads one JSON object per line: {"id": ..., "samples": ["...", ...], "gold": "..."?}
-Prints each record's majority answer and confidence; with gold answers, a pass@k / maj@k table.`;
+Prints each record's majority answer, its share of the votes, the margin over the runner-up and the
+entropy of the vote (nats; abstain on a low margin or a high entropy); --out writes them with the
+whole distribution (each answer's count and share). With gold answers, a pass@k / maj@k table.`;
 
 /**
  * The `rlvr-vote` command. Returns the exit code; writes to the given streams.
@@ -88,11 +90,14 @@ export async function runVoteCli(
       id: record.id,
       answer: result.answer,
       share: result.share,
+      margin: result.margin,
+      entropy: result.entropy,
       votes: result.votes,
       discarded: result.discarded,
       clusters: result.clusters.map((cluster) => ({
         answer: cluster.answer,
         count: cluster.count,
+        share: cluster.share,
       })),
       ...(record.gold === undefined ? {} : { gold: record.gold }),
     };
@@ -113,15 +118,23 @@ function printVotes(
     id: string | number;
     answer: string | null;
     share: number;
+    margin: number;
+    entropy: number;
     votes: number;
     discarded: number;
+    clusters: readonly { answer: string; share: number }[];
   }[],
   io: Io,
 ): void {
-  io.stdout(`${'id'.padEnd(16)} ${'answer'.padEnd(24)} share  votes  discarded`);
+  io.stdout(
+    `${'id'.padEnd(16)} ${'answer'.padEnd(24)} share  margin  entropy  votes  discarded  distribution`,
+  );
   for (const output of outputs) {
+    const distribution = output.clusters
+      .map((cluster) => `${cluster.answer.slice(0, 12)}:${cluster.share.toFixed(2)}`)
+      .join(' ');
     io.stdout(
-      `${String(output.id).slice(0, 16).padEnd(16)} ${String(output.answer).slice(0, 24).padEnd(24)} ${output.share.toFixed(2)}  ${String(output.votes).padStart(5)}  ${String(output.discarded).padStart(9)}`,
+      `${String(output.id).slice(0, 16).padEnd(16)} ${String(output.answer).slice(0, 24).padEnd(24)} ${output.share.toFixed(2)}  ${output.margin.toFixed(2).padStart(6)}  ${output.entropy.toFixed(3).padStart(7)}  ${String(output.votes).padStart(5)}  ${String(output.discarded).padStart(9)}  ${distribution}`,
     );
   }
 }

@@ -103,7 +103,8 @@ export function percentile(values: readonly number[], q: number): number {
  * stop threshold s = the (100 − η)th percentile of their lowest group confidences; then traces
  * are sampled with `confidenceStop: { windowSize, threshold: s }` (the sampler ends a trace whose
  * window confidence drops below s), until the confidence-weighted vote's winner holds a share
- * ≥ `consensus` (checked after the warm-up and after every call) or the sample / token budget ends.
+ * ≥ `consensus` (checked after every call that follows the warm-up, as in the paper's Algorithm 2)
+ * or the sample / token budget ends.
  * The vote keeps every complete trace whose lowest group confidence is ≥ s, weighted by it;
  * stopped traces never vote (their tokens count). Each call gets seed `sampling.seed + callIndex`.
  *
@@ -191,14 +192,19 @@ export async function deepConfOnline(
   const warm = confidences.filter((confidence): confidence is number => confidence !== null);
   stopThreshold = percentile(warm, 100 - o.keepTop);
   let result = tallyNow();
+  let sampledOnline = false; // consensus is checked after each call that follows the warm-up
   while (!stoppedBecause) {
     throwIfAborted(o.signal, `${FN}()`);
-    if (result.votes > 0 && result.share >= o.consensus) stoppedBecause = 'consensus';
+    if (sampledOnline && result.votes > 0 && result.share >= o.consensus)
+      stoppedBecause = 'consensus';
     else if (completions.length >= o.maxSamples) stoppedBecause = 'sample-budget';
     else if (tokensUsed >= o.maxTokens) stoppedBecause = 'token-budget';
     else if (!(await draw(Math.min(o.batchSize, o.maxSamples - completions.length))))
       stoppedBecause = 'token-budget';
-    else result = tallyNow();
+    else {
+      sampledOnline = true;
+      result = tallyNow();
+    }
   }
   return {
     ...result,
