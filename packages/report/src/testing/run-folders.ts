@@ -53,39 +53,53 @@ const correct = ({ completion, answer }: { completion: string; answer?: unknown 
   completion.trim().startsWith(String(answer)) ? 1 : 0;
 const short = ({ completion }: { completion: string }) => (completion.length <= 2 ? 1 : 0);
 
-/** Three GRPO steps into `outputDir` (metrics.jsonl, completions.jsonl, checkpoints/). */
-export async function grpoRunFolder(outputDir: string): Promise<void> {
+/**
+ * A GrpoTrainer over the tiny model writing into `outputDir` (`maxSteps` steps, completions logged
+ * every step, a checkpoint at the end); `close()` releases the model and the sampler.
+ */
+export async function tinyGrpoTrainer(outputDir: string, maxSteps: number) {
   await selectBackend();
   const checkpoint = tinyCheckpoint(1);
   const model = await createLlamaModel(checkpoint);
   const sampler = await createOnnxSampler({ checkpoint, workers: 0 });
+  const grpo = await createGrpoTrainer({
+    model,
+    sampler,
+    dataset: prompts,
+    rewards: [
+      { name: 'correct', fn: correct },
+      { name: 'short', fn: short, weight: 0.1 },
+    ],
+    config: {
+      maxSteps,
+      promptsPerStep: 2,
+      groupSize: 4,
+      maxNewTokens: 3,
+      seed: 3,
+      schedule: { learningRate: 1e-2 },
+      logCompletionsEvery: 1,
+      saveEvery: maxSteps,
+      outputDir,
+      quiet: true,
+    },
+  });
+  return {
+    grpo,
+    async close() {
+      grpo.dispose();
+      model.dispose();
+      await sampler.close();
+    },
+  };
+}
+
+/** Three GRPO steps into `outputDir` (metrics.jsonl, completions.jsonl, checkpoints/). */
+export async function grpoRunFolder(outputDir: string): Promise<void> {
+  const { grpo, close } = await tinyGrpoTrainer(outputDir, 3);
   try {
-    const grpo = await createGrpoTrainer({
-      model,
-      sampler,
-      dataset: prompts,
-      rewards: [
-        { name: 'correct', fn: correct },
-        { name: 'short', fn: short, weight: 0.1 },
-      ],
-      config: {
-        maxSteps: 3,
-        promptsPerStep: 2,
-        groupSize: 4,
-        maxNewTokens: 3,
-        seed: 3,
-        schedule: { learningRate: 1e-2 },
-        logCompletionsEvery: 1,
-        saveEvery: 3,
-        outputDir,
-        quiet: true,
-      },
-    });
     await grpo.train();
-    grpo.dispose();
   } finally {
-    model.dispose();
-    await sampler.close();
+    await close();
   }
 }
 
