@@ -1,5 +1,6 @@
 import { RlvrError } from '@rlvr/core';
 import type { Command, Io } from './commands/command.js';
+import { distillCommand } from './commands/distill.js';
 import { evalCommand } from './commands/eval.js';
 import { exportCommand } from './commands/export.js';
 import { generateCommand } from './commands/generate.js';
@@ -17,6 +18,7 @@ export const COMMANDS: readonly Command[] = [
   initCommand,
   sftCommand,
   grpoCommand,
+  distillCommand,
   generateCommand,
   evalCommand,
   voteCommand,

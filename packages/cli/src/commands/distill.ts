@@ -1,0 +1,208 @@
+import { join } from 'node:path';
+import { ErrorCode, type RewardFunction, type WeightedReward } from '@rlvr/core';
+import { type DistillLoss, filterTraces, generateTraces, readTraces } from '@rlvr/distill';
+import type { ConfigSpec } from '../config/load-config.js';
+import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
+import { ConfigError } from '../errors/config-error.js';
+import {
+  createSampler,
+  loadModel,
+  SAMPLER_KEYS,
+  selectTrainingBackend,
+} from '../model/resolve-model.js';
+import { resolveRewards } from '../rewards/resolve-rewards.js';
+import type { Command } from './command.js';
+import { checkRunFolder, outputDirOf } from './run-folder.js';
+import { DISTILL_STUDENT_KEYS, POLICY_TRAINER_KEYS, trainStudent } from './train-student.js';
+
+/** Keys of `traces` (@rlvr/distill `generateTraces` options a config may set). */
+const TRACES_KEYS = ['k', 'sampling', 'acceptThreshold', 'batchSize', 'keepLogprobs'] as const;
+/** Keys of `filter` (@rlvr/distill `filterTraces` options). */
+const FILTER_KEYS = [
+  'maxPerPrompt',
+  'prefer',
+  'seed',
+  'maxTokens',
+  'dropTruncated',
+  'dedupeThreshold',
+] as const;
+/** The traces file in the run folder. */
+export const TRACES_FILE = 'traces.jsonl';
+
+const spec: ConfigSpec = {
+  known: [
+    'teacher',
+    'student',
+    'dataset',
+    'rewards',
+    'outputDir',
+    'reportTo',
+    'backend',
+    'sampler',
+    'resume',
+    'saveEvery',
+    'traces',
+    'filter',
+    'loss',
+    ...DISTILL_STUDENT_KEYS,
+    ...POLICY_TRAINER_KEYS,
+  ],
+  nested: {
+    dataset: DATASET_KEYS,
+    sampler: SAMPLER_KEYS,
+    traces: TRACES_KEYS,
+    filter: FILTER_KEYS,
+  },
+  defaults: {
+    traces: { k: 4, acceptThreshold: 1, sampling: { temperature: 1, seed: 0 } },
+    filter: { maxPerPrompt: 4, prefer: 'shorter', dropTruncated: true },
+    loss: { type: 'sft' },
+    epochs: 1,
+    batchSize: 8,
+    seed: 0,
+    schedule: { learningRate: 1e-5, schedule: 'constant' },
+    reportTo: ['jsonl'],
+    backend: 'auto',
+  },
+  required: ['teacher', 'student', 'dataset', 'rewards', 'outputDir'],
+};
+
+/** The weighted sum of the rewards (null only when every reward is null), as one verifier. */
+function combined(rewards: readonly WeightedReward[]): RewardFunction {
+  return async (input) => {
+    let total = 0;
+    let any = false;
+    for (const reward of rewards) {
+      const value = await reward.fn(input);
+      if (value === null) continue;
+      any = true;
+      total += (reward.weight ?? 1) * value;
+    }
+    return any ? total : null;
+  };
+}
+
+export const distillCommand: Command = {
+  name: 'distill',
+  summary:
+    'distil a teacher into a student: verified teacher traces, filtered, then SFT (@rlvr/distill)',
+  usage: '--config distill.yaml [--set key=value]... [--report-to …] [--resume | --overwrite]',
+  trains: true,
+  spec,
+  details: `Config keys: teacher and student (model folders sharing a tokenizer), dataset (prompts and
+answers), rewards (the verifier: a trace is accepted when its weighted reward ≥
+traces.acceptThreshold), outputDir, traces (generateTraces: k, sampling { maxNewTokens,
+temperature, topP, …, seed }, acceptThreshold, batchSize, keepLogprobs), filter (filterTraces:
+maxPerPrompt, prefer, maxTokens, dropTruncated, dedupeThreshold), loss (distillStudent's: {type:
+sft}), epochs, batchSize, pack, seed, saveEvery, the PolicyTrainer keys (schedule, optimizer,
+maxGradNorm, …), reportTo, backend, sampler. The traces go to outputDir/traces.jsonl (resumed
+when the teacher and settings are the same; another teacher's file is refused without
+--overwrite).`,
+  example: `rlvr distill --config distill.yaml --set traces.k=8
+# distill.yaml
+teacher: runs/grpo
+student: small-model
+dataset: { path: data/train.jsonl, columns: { prompt: question, answer: solution } }
+rewards: [math]
+outputDir: runs/distill
+traces: { k: 4, sampling: { maxNewTokens: 32, temperature: 0.8 } }
+epochs: 2
+schedule: { learningRate: 3e-3 }`,
+  async run(context) {
+    const { config, io } = context;
+    const values = config.values;
+    const source = (key: string) => config.origins.get(key) ?? config.file;
+    const outputDir = outputDirOf(config);
+    const resume = values.resume === true;
+    checkRunFolder(outputDir, { overwrite: context.overwrite, resume });
+    const loss = values.loss as DistillLoss;
+    if (loss?.type !== 'sft') {
+      throw new ConfigError({
+        key: 'loss.type',
+        source: source('loss'),
+        message: `rlvr distill trains with { type: sft } on the traces (logit distillation needs a teacher model in memory: use @rlvr/distill from TypeScript), got ${JSON.stringify(loss)}`,
+        code: ErrorCode.INVALID_ARGUMENT,
+      });
+    }
+    const rewards = await resolveRewards(values.rewards, source('rewards'));
+    const teacher = await loadModel(values.teacher, 'teacher', source('teacher'));
+    const student = await loadModel(values.student, 'student', source('student'));
+    const tokenizer = student.tokenizer;
+    if (tokenizer === undefined) {
+      throw new ConfigError({
+        key: 'student',
+        source: source('student'),
+        message: 'the student has no tokenizer.json',
+        code: ErrorCode.INVALID_ARGUMENT,
+      });
+    }
+    const prompts = toPromptRecords(
+      await loadDataset(values.dataset, {
+        need: ['prompt'],
+        chat: tokenizer,
+        source: source('dataset'),
+      }),
+    );
+    const traceOptions = (values.traces ?? {}) as Record<string, unknown>;
+    const outPath = join(outputDir, TRACES_FILE);
+    const sampler = await createSampler(
+      teacher.checkpoint,
+      values.sampler as Record<string, unknown> | undefined,
+    );
+    let generated: Awaited<ReturnType<typeof generateTraces>>;
+    try {
+      generated = await generateTraces({
+        sampler,
+        prompts: prompts.map(({ id, prompt, answer, ...metadata }) => ({
+          id,
+          prompt,
+          ...(answer === undefined ? {} : { answer }),
+          metadata,
+        })),
+        ...(traceOptions as { k: number; sampling: { maxNewTokens: number } }),
+        reward: combined(rewards),
+        outPath,
+        teacher: { weights: teacher.checkpoint },
+        ...(context.overwrite ? { overwrite: true } : {}),
+        progress: context.progress,
+      });
+    } finally {
+      await sampler.close();
+    }
+    const traces = await readTraces(outPath, {
+      fingerprint: generated.fingerprint,
+      promptIds: prompts.map((prompt) => prompt.id),
+    });
+    const { kept, report } = filterTraces(
+      traces,
+      values.filter as Parameters<typeof filterTraces>[1],
+    );
+    io.stderr(
+      `distill: ${generated.traces} traces (${generated.resumedPrompts} prompts reused), ${report.accepted} accepted, ${kept.length} kept\n`,
+    );
+    if (kept.length === 0) {
+      throw new ConfigError({
+        key: 'traces',
+        source: source('traces'),
+        message:
+          'no teacher trace was accepted by the rewards: nothing to distil (check the teacher, rewards and traces.acceptThreshold)',
+        code: ErrorCode.INVALID_ARGUMENT,
+      });
+    }
+    await selectTrainingBackend(values.backend);
+    const result = await trainStudent({
+      context,
+      phase: 'distill',
+      student: student.checkpoint,
+      traces: kept,
+      encodePrompt: (prompt) => tokenizer.encode(prompt),
+      loss,
+      outputDir,
+      resume,
+    });
+    io.stdout(
+      `distill: ${kept.length} traces, ${result.steps} steps, final loss ${result.lastLoss.toFixed(4)}; model saved to ${result.modelDir}\n`,
+    );
+    return 0;
+  },
+};

@@ -1,0 +1,259 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readGguf } from '@rlvr/model';
+import { parquetWriteBuffer } from 'hyparquet-writer';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS, runCli } from './run-cli.js';
+
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+  });
+  return { code, stdout, stderr };
+}
+
+const root = mkdtempSync(join(tmpdir(), 'rlvr-cli-'));
+const project = join(root, 'project');
+const at = (...parts: string[]) => join(project, ...parts);
+
+beforeAll(async () => {
+  expect((await cli('init', project)).code).toBe(0);
+});
+
+describe('runCli', () => {
+  it('should give every subcommand a --help with usage and an example', async () => {
+    expect(COMMANDS.map((command) => command.name)).toEqual([
+      'init',
+      'sft',
+      'grpo',
+      'distill',
+      'generate',
+      'eval',
+      'vote',
+      'report',
+      'export',
+    ]);
+    for (const command of COMMANDS) {
+      const { code, stdout } = await cli(command.name, '--help');
+      expect(code).toBe(0);
+      expect(stdout).toContain(`usage: rlvr ${command.name} `);
+      expect(stdout).toMatch(/\nexample:\n {2}rlvr /);
+    }
+    const top = await cli('--help');
+    expect(top.stdout).toContain('quick start:');
+    expect((await cli()).code).toBe(2);
+  });
+
+  it('should name an unknown command, flag or argument', async () => {
+    expect(await cli('grop')).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`did you mean 'grpo'?`),
+    });
+    expect(await cli('grpo', '--learning-rate', '1')).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`Unknown option '--learning-rate'`),
+    });
+    expect(await cli('report')).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('expected RUN_DIR'),
+    });
+  });
+
+  it('should name the key, the closest valid one and the file for a bad config', async () => {
+    const path = at('bad.yaml');
+    writeFileSync(path, 'model: model\nkl_coef: 0.1\n');
+    const { code, stderr } = await cli('grpo', '--config', path);
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      `rlvr grpo: config key 'kl_coef' (in ${path}): unknown key (did you mean 'beta'?)\n`,
+    );
+    const json = at('bad.json');
+    writeFileSync(json, JSON.stringify({ model: 'model', epoch: 2 }));
+    expect((await cli('sft', '--config', json)).stderr).toContain(
+      `config key 'epoch' (in ${json}): unknown key (did you mean 'epochs'?)`,
+    );
+    expect(
+      (await cli('eval', '--config', at('eval.yaml'), '--set', 'sampler.worker=1')).stderr,
+    ).toContain(
+      `config key 'sampler.worker' (in --set): unknown key (did you mean 'sampler.workers'?)`,
+    );
+  });
+
+  it('should name the key and its source when a package rejects a value', async () => {
+    const { code, stderr } = await cli(
+      'grpo',
+      '--config',
+      at('grpo.yaml'),
+      '--set',
+      'beta=-1',
+      '--set',
+      `outputDir=${at('runs/bad')}`,
+      '--set',
+      `model=${at('model')}`,
+      '--set',
+      `dataset.path=${at('data/train.jsonl')}`,
+      '-q',
+    );
+    expect(code).toBe(2);
+    expect(stderr).toMatch(
+      /config key 'beta' \(in --set\): .*'config\.beta' of createGrpoTrainer\(\): expected a finite number >= 0, got -1/,
+    );
+    expect(existsSync(at('runs/bad'))).toBe(false);
+  });
+
+  it('should print the resolved config with defaults', async () => {
+    const { code, stdout } = await cli(
+      'grpo',
+      '--config',
+      at('grpo.yaml'),
+      '--set',
+      'beta=0.04',
+      '--print-config',
+    );
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^beta: 0\.04$/m);
+    expect(stdout).toMatch(/^epsilonLow: 0\.2$/m);
+    expect(stdout).toMatch(/^maxSteps: 8$/m);
+    const sft = await cli('sft', '--print-config');
+    expect(sft).toMatchObject({ code: 0, stdout: expect.stringMatching(/^batchSize: 8$/m) });
+  });
+
+  it('should refuse a non-empty folder for init without --force, and existing files without --overwrite', async () => {
+    const dir = join(root, 'occupied');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    expect(await cli('init', dir)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('not empty; pass --force'),
+    });
+    writeFileSync(join(dir, 'sft.yaml'), 'mine');
+    expect(await cli('init', dir, '--force')).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`sft.yaml': the file exists; pass --overwrite`),
+    });
+    expect(readFileSync(join(dir, 'sft.yaml'), 'utf8')).toBe('mine');
+    expect((await cli('init', dir, '--force', '--overwrite')).code).toBe(0);
+    expect(readFileSync(join(dir, 'notes.txt'), 'utf8')).toBe('mine');
+  });
+
+  it('should fine-tune on a Parquet dataset with column mapping and log CSV', async () => {
+    const parquet = at('data/sft.parquet');
+    writeFileSync(
+      parquet,
+      new Uint8Array(
+        parquetWriteBuffer({
+          columnData: [
+            { name: 'q', data: ['1+2=', '3+3=', '4+1='], type: 'STRING' },
+            { name: 'r', data: ['3', '6', '5'], type: 'STRING' },
+          ],
+        }),
+      ),
+    );
+    const out = at('runs/parquet-sft');
+    const args = [
+      'sft',
+      '--config',
+      at('sft.yaml'),
+      '--set',
+      `dataset={path: ${parquet}, columns: {prompt: q, completion: r}}`,
+    ];
+    const { code, stdout } = await cli(
+      ...args,
+      '--set',
+      'epochs=2',
+      '--set',
+      'batchSize=2',
+      '--set',
+      `outputDir=${out}`,
+      '--set',
+      `model=${at('model')}`,
+      '--report-to',
+      'csv',
+      '-q',
+    );
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^sft: 4 steps/);
+    const csv = readFileSync(join(out, 'metrics.csv'), 'utf8').trim().split('\n');
+    expect(csv[0]).toMatch(/^step,elapsedMs,phase,loss,/);
+    expect(csv.slice(1).map((line) => line.split(',')[0])).toEqual(['1', '2', '3', '4']);
+    expect(existsSync(join(out, 'metrics.jsonl'))).toBe(false);
+    const bad = await cli(
+      ...args,
+      '--set',
+      `outputDir=${at('runs/x')}`,
+      '--set',
+      `model=${at('model')}`,
+      '--set',
+      `dataset.columns.completion=response`,
+    );
+    expect(bad).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`sft.parquet:1: no column 'response' for the completion`),
+    });
+  });
+
+  it('should generate samples, vote over them, and export GGUF', async () => {
+    const samples = at('samples.jsonl');
+    const generate = await cli(
+      'generate',
+      '--set',
+      `model=${at('model')}`,
+      '--set',
+      `dataset={path: ${at('data/test.jsonl')}, columns: {prompt: question, answer: solution}, limit: 3}`,
+      '--set',
+      `out=${samples}`,
+      '--set',
+      'n=4',
+      '--set',
+      'maxNewTokens=3',
+      '--set',
+      'sampler={workers: 0}',
+    );
+    expect(generate).toMatchObject({
+      code: 0,
+      stdout: expect.stringContaining('3 prompts × 4 completions'),
+    });
+    const lines = readFileSync(samples, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { completions: unknown[] });
+    expect(lines.map((line) => line.completions.length)).toEqual([4, 4, 4]);
+    const vote = await cli('vote', samples, '--ks', '1,2,4');
+    expect(vote.code).toBe(0);
+    expect(vote.stdout).toMatch(/3 records with gold answers:\n\s+k\s+pass@k\s+maj@k\n\s+1 /);
+    expect(
+      (
+        await cli(
+          'generate',
+          '--set',
+          `model=${at('model')}`,
+          '--set',
+          `dataset=${at('data/test.jsonl')}`,
+          '--set',
+          `out=${samples}`,
+          '--set',
+          'maxNewTokens=2',
+        )
+      ).stderr,
+    ).toContain("samples.jsonl': the file exists; pass --overwrite");
+    const exported = at('exported');
+    expect((await cli('export', at('model'), '--out', exported, '--dtype', 'f16')).code).toBe(0);
+    const gguf = await readGguf(join(exported, 'model.gguf'));
+    expect(gguf.metadata['general.architecture']).toBe('llama');
+    expect((await cli('export', at('model'), '--out', exported)).stderr).toMatch(
+      /model\.gguf.*overwrite/,
+    );
+    expect(
+      (await cli('export', at('model'), '--out', exported, '--format', 'onnx', '--dtype', 'f16'))
+        .code,
+    ).toBe(2);
+  });
+});
