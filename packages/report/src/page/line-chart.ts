@@ -133,30 +133,18 @@ function polyline(
   return `<polyline points="${coordinates}" fill="none" ${attributes}/>`;
 }
 
-/**
- * A line chart as inline SVG (no scripts, no external resources): its own x range (from its
- * data), y range from the data unless `yMin`/`yMax` are given, a legend below the axis that wraps
- * onto more rows instead of being clipped, and optionally each series drawn raw (faint) and
- * smoothed. Text sizes are in CSS pixels at the chart's `width`, so keep charts at their natural
- * size (they shrink with `max-width: 100%` on narrow screens).
- */
-export function lineChart(options: LineChartOptions): string {
-  const width = options.width ?? 460;
-  const plotH = options.plotHeight ?? 150;
-  const smoothing = options.smoothing ?? 0;
-  const tx = (x: number) => (options.logX ? Math.log2(x) : x);
-  const series = options.series.map((entry, index) => ({
-    ...entry,
-    color: entry.color ?? CHART_COLORS[index % CHART_COLORS.length]!,
-    points: entry.points.filter(
-      ([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!options.logX || x > 0),
-    ),
-  }));
-  const all = series.flatMap((entry) => entry.points);
-  const xs = all.map(([x]) => tx(x));
-  const ys = all.map(([, y]) => y);
-  const xMin = xs.length ? Math.min(...xs) : 0;
-  const xMax = xs.length ? Math.max(...xs) : 1;
+type Scale = {
+  sx: (x: number) => number;
+  sy: (y: number) => number;
+  width: number;
+  plotW: number;
+  plotH: number;
+};
+
+type Drawn = Required<Pick<ChartSeries, 'name' | 'color'>> & ChartSeries;
+
+/** The y range of the data (or the given bounds), widened when flat. */
+function yRange(ys: readonly number[], options: LineChartOptions): [number, number] {
   let yMin = options.yMin ?? (ys.length ? Math.min(...ys) : 0);
   let yMax = options.yMax ?? (ys.length ? Math.max(...ys) : 1);
   if (yMax - yMin < 1e-12 * Math.max(1, Math.abs(yMax))) {
@@ -164,33 +152,35 @@ export function lineChart(options: LineChartOptions): string {
     yMin -= pad;
     yMax += pad;
   }
-  const plotW = width - MARGIN.left - MARGIN.right;
-  const legend = layoutLegend(series, width);
+  return [yMin, yMax];
+}
+
+function axes(
+  options: LineChartOptions,
+  scale: Scale,
+  all: readonly (readonly [number, number])[],
+  yBounds: [number, number],
+): string[] {
+  const { sx, sy, width, plotW, plotH } = scale;
   const axisBottom = MARGIN.top + plotH;
-  const legendTop = axisBottom + 40;
-  const height = legendTop + legend.rows * 14 + 6;
-  const sx = (x: number) =>
-    xMax - xMin < 1e-12
-      ? MARGIN.left + plotW / 2
-      : MARGIN.left + ((tx(x) - xMin) / (xMax - xMin)) * plotW;
-  const sy = (y: number) => MARGIN.top + (1 - (y - yMin) / (yMax - yMin)) * plotH;
-  const parts: string[] = [
-    `<svg data-chart="${escapeHtml(options.id)}" data-x-min="${xs.length ? Math.min(...all.map(([x]) => x)) : ''}" data-x-max="${xs.length ? Math.max(...all.map(([x]) => x)) : ''}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.title)}" font-family="system-ui, sans-serif">`,
-    `<title>${escapeHtml(options.title)}</title>`,
-    `<text x="${width / 2}" y="16" text-anchor="middle" font-size="12" font-weight="600">${escapeHtml(fit(options.title, width - 16))}</text>`,
-  ];
-  for (const tick of niceTicks(yMin, yMax, 4)) {
-    const y = sy(tick).toFixed(1);
+  const parts: string[] = [];
+  for (const tick of niceTicks(yBounds[0], yBounds[1], 4)) {
+    const y = sy(tick);
     parts.push(
-      `<line x1="${MARGIN.left}" x2="${width - MARGIN.right}" y1="${y}" y2="${y}" stroke="#eee"/>`,
-      `<text x="${MARGIN.left - 5}" y="${(Number(y) + 3.5).toFixed(1)}" text-anchor="end" font-size="10" fill="#555">${formatTick(tick)}</text>`,
+      `<line x1="${MARGIN.left}" x2="${width - MARGIN.right}" y1="${y.toFixed(1)}" y2="${y.toFixed(1)}" stroke="#eee"/>`,
+      `<text x="${MARGIN.left - 5}" y="${(y + 3.5).toFixed(1)}" text-anchor="end" font-size="10" fill="#555">${formatTick(tick)}</text>`,
     );
   }
-  const integerX = all.every(([x]) => Number.isInteger(x));
+  const xs = all.map(([x]) => x);
   const xTicks = options.logX
-    ? [...new Set(all.map(([x]) => x))].sort((a, b) => a - b)
-    : niceTicks(xMin, xMax, Math.max(2, Math.floor(plotW / 70)), integerX);
-  for (const tick of xTicks) {
+    ? [...new Set(xs)].sort((a, b) => a - b)
+    : niceTicks(
+        Math.min(...xs),
+        Math.max(...xs),
+        Math.max(2, Math.floor(plotW / 70)),
+        xs.every((x) => Number.isInteger(x)),
+      );
+  for (const tick of xs.length ? xTicks : []) {
     parts.push(
       `<text x="${sx(tick).toFixed(1)}" y="${axisBottom + 14}" text-anchor="middle" font-size="10" fill="#555">${formatTick(tick)}</text>`,
     );
@@ -200,55 +190,99 @@ export function lineChart(options: LineChartOptions): string {
     `<text x="${MARGIN.left + plotW / 2}" y="${axisBottom + 29}" text-anchor="middle" font-size="11" fill="#333">${escapeHtml(fit(options.xLabel, plotW))}</text>`,
     `<text transform="translate(13 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle" font-size="11" fill="#333">${escapeHtml(fit(options.yLabel, plotH))}</text>`,
   );
-  for (const entry of series) {
-    if (entry.points.length === 0) continue;
-    const dash = entry.dashed ? ' stroke-dasharray="5 4"' : '';
-    const name = escapeHtml(entry.name);
-    if (smoothing > 0 && entry.points.length > 2) {
-      const smoothed = smooth(
-        entry.points.map(([, y]) => y),
-        smoothing,
-      ).map((y, index) => [entry.points[index]![0], y] as const);
+  return parts;
+}
+
+/** A series' lines (raw faint + smoothed, or raw only) and, for short series, its points. */
+function seriesLines(entry: Drawn, smoothing: number, scale: Scale): string[] {
+  if (entry.points.length === 0) return [];
+  const { sx, sy } = scale;
+  const dash = entry.dashed ? ' stroke-dasharray="5 4"' : '';
+  const name = escapeHtml(entry.name);
+  const solid = `data-series="${name}" stroke="${entry.color}" stroke-width="2"${dash}`;
+  const parts: string[] = [];
+  if (smoothing > 0 && entry.points.length > 2) {
+    const smoothed = smooth(
+      entry.points.map(([, y]) => y),
+      smoothing,
+    ).map((y, index) => [entry.points[index]![0], y] as const);
+    const faint = `data-raw="${name}" stroke="${entry.color}" stroke-opacity="0.3" stroke-width="1"${dash}`;
+    parts.push(polyline(entry.points, faint, sx, sy), polyline(smoothed, solid, sx, sy));
+  } else {
+    parts.push(polyline(entry.points, solid, sx, sy));
+  }
+  if (entry.points.length <= 24) {
+    for (const [x, y] of entry.points) {
       parts.push(
-        polyline(
-          entry.points,
-          `data-raw="${name}" stroke="${entry.color}" stroke-opacity="0.3" stroke-width="1"${dash}`,
-          sx,
-          sy,
-        ),
-        polyline(
-          smoothed,
-          `data-series="${name}" stroke="${entry.color}" stroke-width="2"${dash}`,
-          sx,
-          sy,
-        ),
+        `<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.5" fill="${entry.color}"/>`,
       );
-    } else {
-      parts.push(
-        polyline(
-          entry.points,
-          `data-series="${name}" stroke="${entry.color}" stroke-width="2"${dash}`,
-          sx,
-          sy,
-        ),
-      );
-    }
-    if (entry.points.length <= 24) {
-      for (const [x, y] of entry.points) {
-        parts.push(
-          `<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.5" fill="${entry.color}"/>`,
-        );
-      }
     }
   }
-  for (const item of legend.items) {
-    const y = legendTop + item.row * 14;
+  return parts;
+}
+
+function legendParts(items: readonly LegendItem[], top: number): string[] {
+  return items.flatMap((item) => {
+    const y = top + item.row * 14;
     const dash = item.dashed ? ' stroke-dasharray="5 4"' : '';
-    parts.push(
+    return [
       `<line x1="${item.x}" x2="${item.x + 18}" y1="${y - 3.5}" y2="${y - 3.5}" stroke="${item.color}" stroke-width="2"${dash}/>`,
       `<text x="${item.x + 22}" y="${y}" font-size="10"><title>${escapeHtml(item.name)}</title>${escapeHtml(item.label)}</text>`,
-    );
-  }
-  parts.push('</svg>');
-  return parts.join('');
+    ];
+  });
+}
+
+/**
+ * A line chart as inline SVG (no scripts, no external resources): its own x range (from its
+ * data; `data-x-min`/`data-x-max` attributes), y range from the data unless `yMin`/`yMax` are
+ * given, a legend below the axis that wraps onto more rows instead of being clipped (long names
+ * shortened with "…", the full name as a tooltip), and optionally each series drawn raw (faint)
+ * and smoothed. Text sizes are in CSS pixels at the chart's `width`, so keep charts at their
+ * natural size (they shrink with `max-width: 100%` on narrow screens).
+ */
+export function lineChart(options: LineChartOptions): string {
+  const width = options.width ?? 460;
+  const plotH = options.plotHeight ?? 150;
+  const plotW = width - MARGIN.left - MARGIN.right;
+  const tx = (x: number) => (options.logX ? Math.log2(x) : x);
+  const series: Drawn[] = options.series.map((entry, index) => ({
+    ...entry,
+    color: entry.color ?? CHART_COLORS[index % CHART_COLORS.length]!,
+    points: entry.points.filter(
+      ([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!options.logX || x > 0),
+    ),
+  }));
+  const all = series.flatMap((entry) => entry.points);
+  const xs = all.map(([x]) => tx(x));
+  const xMin = xs.length ? Math.min(...xs) : 0;
+  const xMax = xs.length ? Math.max(...xs) : 1;
+  const yBounds = yRange(
+    all.map(([, y]) => y),
+    options,
+  );
+  const scale: Scale = {
+    width,
+    plotW,
+    plotH,
+    sx: (x) =>
+      xMax - xMin < 1e-12
+        ? MARGIN.left + plotW / 2
+        : MARGIN.left + ((tx(x) - xMin) / (xMax - xMin)) * plotW,
+    sy: (y) => MARGIN.top + (1 - (y - yBounds[0]) / (yBounds[1] - yBounds[0])) * plotH,
+  };
+  const legend = layoutLegend(series, width);
+  const legendTop = MARGIN.top + plotH + 40;
+  const height = legendTop + legend.rows * 14 + 6;
+  const range = all.length
+    ? `data-x-min="${Math.min(...all.map(([x]) => x))}" data-x-max="${Math.max(...all.map(([x]) => x))}"`
+    : 'data-x-min="" data-x-max=""';
+  return [
+    `<svg data-chart="${escapeHtml(options.id)}" ${range} xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.title)}" font-family="system-ui, sans-serif">`,
+    `<title>${escapeHtml(options.title)}</title>`,
+    `<text x="${width / 2}" y="16" text-anchor="middle" font-size="12" font-weight="600">${escapeHtml(fit(options.title, width - 16))}</text>`,
+    ...axes(options, scale, all, yBounds),
+    ...series.flatMap((entry) => seriesLines(entry, options.smoothing ?? 0, scale)),
+    ...legendParts(legend.items, legendTop),
+    '</svg>',
+  ].join('');
 }

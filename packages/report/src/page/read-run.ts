@@ -180,6 +180,62 @@ async function findCheckpoints(dir: string, names: string[]) {
 
 const CONFIG_FILE = /^(?:.*config.*|.*settings.*)\.json$|\.ya?ml$|\.toml$/i;
 
+/** Metrics, completions and traces files and config files at the root of the run folder. */
+async function readRootFiles(dir: string, names: readonly string[], run: RunFolder): Promise<void> {
+  for (const name of names) {
+    const path = join(dir, name);
+    if (extname(name) === '.jsonl' && !(await isDirectory(path))) {
+      const values = parseJsonl(await readFile(path, 'utf8'), name, run.warnings);
+      const kind = classify(values[0]);
+      if (kind === 'metrics') {
+        run.metrics.push(...values.flatMap((value) => toMetricRecord(value) ?? []));
+        run.metricsSources.push(name);
+      } else if (kind === 'completions') {
+        run.completions.push(...(values.filter(isObject) as CompletionRow[]));
+      } else if (kind === 'traces') {
+        run.traces.push(
+          ...(values.filter((value) => isObject(value) && value.type !== 'header') as TraceRow[]),
+        );
+        const header = values[0] as Record<string, unknown>;
+        if (header.type === 'header') {
+          run.config.push({
+            source: `${name} (traces header)`,
+            text: JSON.stringify(header.settings, null, 2),
+          });
+        }
+      }
+    } else if (CONFIG_FILE.test(name) && !(await isDirectory(path))) {
+      run.config.push({ source: name, text: await readFile(path, 'utf8') });
+    }
+  }
+}
+
+/** Checkpoints, the newest GRPO one's settings, distillation settings and history (as metrics). */
+async function addCheckpoints(dir: string, names: string[], run: RunFolder) {
+  const checkpoints = await findCheckpoints(dir, names);
+  run.checkpoints = checkpoints.map((entry) => entry.info);
+  const newestGrpo = checkpoints.filter((entry) => entry.info.kind === 'grpo').at(-1);
+  if (newestGrpo?.state?.settings !== undefined) {
+    run.config.push({
+      source: `${newestGrpo.info.path}/state.json (settings)`,
+      text: JSON.stringify(newestGrpo.state.settings, null, 2),
+    });
+  }
+  for (const entry of checkpoints.filter((found) => found.info.kind === 'distill')) {
+    if (!run.metrics.some((record) => record.phase === 'distill')) {
+      run.metrics.push(...distillRecords(entry.state?.history));
+      run.metricsSources.push(`${entry.info.path}/state.json (history)`);
+    }
+    if (entry.state?.settings !== undefined) {
+      run.config.push({
+        source: `${entry.info.path}/state.json (settings)`,
+        text: JSON.stringify(entry.state.settings, null, 2),
+      });
+    }
+  }
+  return checkpoints;
+}
+
 /**
  * Reads what GrpoTrainer and distillation write into a run folder: metric records (every root
  * `*.jsonl` whose lines are `{ step, metrics }`, e.g. `metrics.jsonl`), `completions.jsonl`,
@@ -214,53 +270,9 @@ export async function readRunFolder(
     config: [],
     warnings: [],
   };
-  for (const name of names) {
-    const path = join(dir, name);
-    if (extname(name) === '.jsonl' && !(await isDirectory(path))) {
-      const values = parseJsonl(await readFile(path, 'utf8'), name, run.warnings);
-      const kind = classify(values[0]);
-      if (kind === 'metrics') {
-        run.metrics.push(...values.flatMap((value) => toMetricRecord(value) ?? []));
-        run.metricsSources.push(name);
-      } else if (kind === 'completions') {
-        run.completions.push(...(values.filter(isObject) as CompletionRow[]));
-      } else if (kind === 'traces') {
-        run.traces.push(
-          ...(values.filter((value) => isObject(value) && value.type !== 'header') as TraceRow[]),
-        );
-        const header = values[0] as Record<string, unknown>;
-        if (header.type === 'header') {
-          run.config.push({
-            source: `${name} (traces header)`,
-            text: JSON.stringify(header.settings, null, 2),
-          });
-        }
-      }
-    } else if (CONFIG_FILE.test(name) && !(await isDirectory(path))) {
-      run.config.push({ source: name, text: await readFile(path, 'utf8') });
-    }
-  }
-  const checkpoints = await findCheckpoints(dir, names);
-  run.checkpoints = checkpoints.map((entry) => entry.info);
-  const newestGrpo = checkpoints.filter((entry) => entry.info.kind === 'grpo').at(-1);
-  if (newestGrpo?.state?.settings !== undefined) {
-    run.config.push({
-      source: `${newestGrpo.info.path}/state.json (settings)`,
-      text: JSON.stringify(newestGrpo.state.settings, null, 2),
-    });
-  }
-  for (const entry of checkpoints.filter((found) => found.info.kind === 'distill')) {
-    if (!run.metrics.some((record) => record.phase === 'distill')) {
-      run.metrics.push(...distillRecords(entry.state?.history));
-      run.metricsSources.push(`${entry.info.path}/state.json (history)`);
-    }
-    if (entry.state?.settings !== undefined) {
-      run.config.push({
-        source: `${entry.info.path}/state.json (settings)`,
-        text: JSON.stringify(entry.state.settings, null, 2),
-      });
-    }
-  }
+  await readRootFiles(dir, names, run);
+  const checkpoints = await addCheckpoints(dir, names, run);
+  const newestGrpo = checkpoints.find((entry) => entry.info.kind === 'grpo');
   if (
     run.completions.length > 0 ||
     newestGrpo ||
