@@ -24,7 +24,7 @@ export function htmlTable(
 
 /**
  * A script for a report page: checks in the browser that every chart (`svg[data-chart]`) was laid
- * out (each line has a non-empty box) and that no text of a chart lies outside its box (clipped
+ * out (each line of two or more points has a non-empty box) and that no text of a chart lies outside its box (clipped
  * legends or labels), logs `console.error` for each failure, and records the counts on `<body>`
  * as `data-charts-total`, `data-charts-rendered`, `data-charts-clipped` and
  * `data-charts-overflowing` (charts wider than the window); a headless-browser test reads them
@@ -41,6 +41,8 @@ export const CHART_CHECK_SCRIPT = `
     var lines = svg.querySelectorAll('polyline');
     var ok = lines.length > 0;
     lines.forEach(function (line) {
+      // A one-point series is a point (drawn as a circle): its line has an empty box.
+      if (line.points.numberOfItems < 2) return;
       var box = line.getBBox();
       if (!(box.width > 0 || box.height > 0)) ok = false;
     });

@@ -90,17 +90,35 @@ describe('lineChart', () => {
 
   const chromium = findChromium();
   it.skipIf(chromium === undefined && !process.env.CI)(
-    'should keep every text of a crowded chart inside it in Chromium',
+    'should lay out a crowded chart and a one-point series in Chromium, every text inside',
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'rlvr-chart-'));
       try {
         const path = join(dir, 'chart.html');
         writeFileSync(
           path,
-          `<!doctype html><html><head><meta charset="utf-8"><style>${PAGE_CSS}</style></head><body><div class="charts">${crowded()}</div><p>${escapeHtml('<ok>')}</p><script>${CHART_CHECK_SCRIPT}</script></body></html>`,
+          `<!doctype html><html><head><meta charset="utf-8"><style>${PAGE_CSS}</style></head><body><div class="charts">${crowded()}${lineChart(
+            {
+              id: 'one-step',
+              title: 'a run that took one step so far',
+              xLabel: 'step',
+              yLabel: 'loss',
+              series: [
+                {
+                  name: 'teacher',
+                  points: [
+                    [1, 0.5],
+                    [2, 0.4],
+                  ],
+                },
+                { name: 'student', points: [[1, 0.7]] },
+              ],
+            },
+          )}</div><p>${escapeHtml('<ok>')}</p><script>${CHART_CHECK_SCRIPT}</script></body></html>`,
         );
         const result = await renderInChromium(chromium!, path, { windowSize: [600, 800] });
-        expect(result.dom).toContain('data-charts-rendered="1"');
+        expect(result.dom).toContain('data-charts-total="2"');
+        expect(result.dom).toContain('data-charts-rendered="2"');
         expect(result.dom).toContain('data-charts-clipped="0"');
         expect(result.dom).toContain('data-charts-overflowing="0"');
       } finally {
