@@ -1,4 +1,5 @@
 import { OnnxDataType as DataType, type GraphBuilder, valueInfo } from '@rlvr/model';
+import { emitHistogramNucleus } from './loop-nucleus.js';
 
 /** Value names of the sampling inputs, as seen from the graph being built. @internal */
 export type Sampling = {
@@ -46,9 +47,19 @@ function emitIf(
 }
 
 /**
+ * How the top-p boundary over the whole vocabulary is found when the best `cheap_size` tokens do
+ * not hold every row's nucleus: `search` (default) sorts only the tokens of one histogram bucket
+ * ({@link emitHistogramNucleus}); `sort` sorts the best `middle_size`, then the whole vocabulary
+ * (the previous implementation, kept for tests). @internal
+ */
+export type NucleusMethod = 'search' | 'sort';
+
+/**
  * Emits in-graph sampling for one step: repetition penalty → temperature → top-k → exact top-p
- * (the nucleus of a `TopK` sort of `list_size` tokens, ties to the lower id; only the best
- * `cheap_size` or `middle_size` are sorted when they already hold the nucleus of every row) →
+ * (the nucleus of the sorted `list_size` tokens, ties to the lower id; only the best `cheap_size`
+ * are sorted when they already hold the nucleus of every row, else over the whole vocabulary a
+ * histogram search sorts only the tokens at the boundary — see {@link NucleusMethod}; a top-k list
+ * sorts `middle_size`, then all of its `list_size`) →
  * min-p, then one draw by inverse CDF over ascending token ids with `uniform` `[R,1]` — the rules of
  * `DistributionBuilder`, in float32. Each combination of options is its own `If` branch, so that
  * only small `[R,1]` values cross branch boundaries (no copies of `[R, vocab]` tensors).
@@ -61,6 +72,7 @@ export function emitSample(
   seen: string,
   s: Sampling,
   vocab: number,
+  nucleus: NucleusMethod = 'search',
 ): [string, string, string, string] {
   const axis1 = g.int64([1]);
   const { FLOAT, INT64, BOOL } = DataType;
@@ -117,14 +129,19 @@ export function emitSample(
           c.op('Equal', [s.listSize, sizes[index]!]),
           c.op('And', [isVocab, c.op('Cast', [everyRow], { to: BOOL })]),
         ]);
-        return emitIf(
-          c,
-          covers,
-          `sorted_${index}`,
-          [FLOAT, INT64],
-          (d) => boundary(d, list),
-          (d) => tier(d, index + 1),
-        );
+        const next = (d: GraphBuilder) =>
+          index === 0 && nucleus === 'search'
+            ? emitIf(
+                d,
+                isVocab,
+                'nucleus_search',
+                [FLOAT, INT64],
+                (e) =>
+                  emitHistogramNucleus(e, g, z, max, weights, e.op('Mul', [total, s.topP]), vocab),
+                (e) => tier(e, index + 1),
+              )
+            : tier(d, index + 1);
+        return emitIf(c, covers, `sorted_${index}`, [FLOAT, INT64], (d) => boundary(d, list), next);
       };
       const [value, id] = tier(b, 0) as [string, string];
       // kept: z > v, or z == v and id <= id(v) (ties go to the lower id, as in the sort)
