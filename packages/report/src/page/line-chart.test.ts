@@ -79,6 +79,27 @@ describe('lineChart', () => {
     expect(svg.match(/<circle/g)).toHaveLength(2);
   });
 
+  it('should draw at most about 1000 points per line of a long run, keeping the last', () => {
+    const points = Array.from(
+      { length: 5000 },
+      (_, step) => [step + 1, step % 7] as [number, number],
+    );
+    const svg = lineChart({
+      id: 'long',
+      title: 't',
+      xLabel: 'x',
+      yLabel: 'y',
+      smoothing: 0.6,
+      series: [{ name: 's', points }],
+    });
+    const lines = [...svg.matchAll(/<polyline points="([^"]*)"/g)].map((match) =>
+      match[1]!.split(' '),
+    );
+    expect(lines.map((line) => line.length)).toEqual([1001, 1001]); // every 5th, and the last
+    expect(svg).toContain('data-x-min="1" data-x-max="5000"');
+    expect(lines[0]!.at(-1)!.split(',')[0]).toBe('446.0'); // the right edge: 460 - 14 margin
+  });
+
   it('should smooth like TensorBoard (debiased EMA) and pick integer step ticks', () => {
     expect(smooth([1, 1, 1], 0.6)).toEqual([1, 1, 1].map((value) => expect.closeTo(value, 12)));
     const [a, b] = smooth([0, 10], 0.5);

@@ -47,6 +47,8 @@ export const CHART_COLORS: readonly string[] = [
 
 const CHAR_WIDTH = 6.2; // a generous average glyph width of 10 px sans-serif
 const MARGIN = { left: 58, right: 14, top: 26 };
+/** Points drawn per line at most (longer series are thinned evenly). */
+const MAX_DRAWN = 1000;
 
 /** Tick values at 1, 2 or 5 times a power of ten (`integer`: steps of at least 1). */
 export function niceTicks(min: number, max: number, count: number, integer = false): number[] {
@@ -193,6 +195,15 @@ function axes(
   return parts;
 }
 
+/** At most about {@link MAX_DRAWN} points per line (every k-th and the last): pages of long runs stay small. */
+function thin(
+  points: readonly (readonly [number, number])[],
+): readonly (readonly [number, number])[] {
+  if (points.length <= MAX_DRAWN) return points;
+  const every = Math.ceil(points.length / MAX_DRAWN);
+  return points.filter((_, index) => index % every === 0 || index === points.length - 1);
+}
+
 /** A series' lines (raw faint + smoothed, or raw only) and, for short series, its points. */
 function seriesLines(entry: Drawn, smoothing: number, scale: Scale): string[] {
   if (entry.points.length === 0) return [];
@@ -207,9 +218,12 @@ function seriesLines(entry: Drawn, smoothing: number, scale: Scale): string[] {
       smoothing,
     ).map((y, index) => [entry.points[index]![0], y] as const);
     const faint = `data-raw="${name}" stroke="${entry.color}" stroke-opacity="0.3" stroke-width="1"${dash}`;
-    parts.push(polyline(entry.points, faint, sx, sy), polyline(smoothed, solid, sx, sy));
+    parts.push(
+      polyline(thin(entry.points), faint, sx, sy),
+      polyline(thin(smoothed), solid, sx, sy),
+    );
   } else {
-    parts.push(polyline(entry.points, solid, sx, sy));
+    parts.push(polyline(thin(entry.points), solid, sx, sy));
   }
   if (entry.points.length <= 24) {
     for (const [x, y] of entry.points) {
