@@ -8,7 +8,7 @@ import {
 import { attributeError, type ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { startProgress } from '../logging/progress.js';
-import { openSinks, parseReportTo } from '../logging/sinks.js';
+import { openSinks, parseReportTo, sequentialWriter } from '../logging/sinks.js';
 import {
   createSampler,
   loadModel,
@@ -119,10 +119,10 @@ groupSize: 8`,
     );
     let grpo: Awaited<ReturnType<typeof createGrpoTrainer>> | undefined;
     let sinks: Awaited<ReturnType<typeof openSinks>> | undefined;
+    let writer: ReturnType<typeof sequentialWriter> | undefined;
     const grpoConfig = trainerConfig(values, config.origins);
     const bar = { current: startProgress('grpo', 0, false) };
     try {
-      const pending: Promise<void>[] = [];
       // Sinks create their files on the first record: opening them first writes nothing.
       sinks = await openSinks({
         reportTo,
@@ -133,6 +133,7 @@ groupSize: 8`,
         quiet: context.quiet,
         print: (line) => io.stderr(`${line}\n`),
       });
+      writer = sequentialWriter(sinks);
       grpo = await createGrpoTrainer({
         model,
         sampler,
@@ -147,7 +148,7 @@ groupSize: 8`,
           if (!context.quiet) io.stderr(`${message}\n`);
         },
         onStep: (record) => {
-          pending.push(sinks!.write({ ...record, phase: record.phase ?? 'train' }));
+          writer!.push({ ...record, phase: record.phase ?? 'train' });
           bar.current.update(
             record.step,
             `reward ${(record.metrics['reward/mean'] ?? 0).toFixed(3)} loss ${(record.metrics.loss ?? 0).toExponential(2)}`,
@@ -165,7 +166,7 @@ groupSize: 8`,
       );
       const result = await grpo.train();
       bar.current.stop();
-      await Promise.all(pending);
+      await writer!.done();
       const modelDir = await saveRunModel(outputDir, {
         ...checkpoint,
         tensors: model.toCheckpoint().tensors,
@@ -177,6 +178,7 @@ groupSize: 8`,
       return 0;
     } finally {
       bar.current.stop();
+      await writer?.done().catch(() => undefined); // a failed run: its error is the one reported
       await sinks?.close();
       await sampler.close();
       grpo?.dispose();

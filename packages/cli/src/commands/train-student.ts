@@ -5,7 +5,7 @@ import type { Checkpoint } from '@rlvr/model';
 import { createLlamaModel, createPolicyTrainer, type PolicyTrainerOptions } from '@rlvr/trainer';
 import { attributeError } from '../config/load-config.js';
 import { startProgress } from '../logging/progress.js';
-import { openSinks, parseReportTo } from '../logging/sinks.js';
+import { openSinks, parseReportTo, sequentialWriter } from '../logging/sinks.js';
 import type { CommandContext } from './command.js';
 import { saveRunModel, writeRunConfig } from './run-folder.js';
 
@@ -82,8 +82,8 @@ export async function trainStudent(options: {
     saved?.resumeFrom.step ?? 0,
   );
   const started = performance.now();
-  const pending: Promise<void>[] = [];
-  let configWritten = false;
+  const writer = sequentialWriter(sinks);
+  let configWritten: Promise<{ error: unknown } | undefined> | undefined;
   let trainer: Awaited<ReturnType<typeof createPolicyTrainer>> | undefined;
   try {
     const run = async () => {
@@ -106,25 +106,23 @@ export async function trainStudent(options: {
         progress: false,
         onStep: (record) => {
           // The options were validated before the first step: only now is anything written.
-          if (!configWritten) {
-            configWritten = true;
-            pending.push(writeRunConfig(outputDir, options.phase, config));
-          }
-          pending.push(
-            sinks.write({
-              step: record.step,
-              elapsedMs: performance.now() - started,
-              phase: options.phase,
-              metrics: {
-                loss: record.loss,
-                learning_rate: record.learningRate,
-                grad_norm: record.gradNorm,
-                tokens: record.tokens,
-                epoch: record.epoch,
-                'time/step_ms': record.timeMs,
-              },
-            }),
+          configWritten ??= writeRunConfig(outputDir, options.phase, config).then(
+            () => undefined,
+            (error: unknown) => ({ error }),
           );
+          writer.push({
+            step: record.step,
+            elapsedMs: performance.now() - started,
+            phase: options.phase,
+            metrics: {
+              loss: record.loss,
+              learning_rate: record.learningRate,
+              grad_norm: record.gradNorm,
+              tokens: record.tokens,
+              epoch: record.epoch,
+              'time/step_ms': record.timeMs,
+            },
+          });
           bar.update(record.step, `loss ${record.loss.toFixed(4)}`);
         },
       });
@@ -133,7 +131,9 @@ export async function trainStudent(options: {
       throw attributeError(error, config);
     });
     bar.stop();
-    await Promise.all(pending);
+    const failed = await configWritten;
+    if (failed) throw failed.error;
+    await writer.done();
     const modelDir = await saveRunModel(outputDir, {
       ...options.student,
       tensors: model.toCheckpoint().tensors,
@@ -141,6 +141,7 @@ export async function trainStudent(options: {
     return { steps: result.steps, lastLoss: result.history.at(-1)?.loss ?? Number.NaN, modelDir };
   } finally {
     bar.stop();
+    await writer.done().catch(() => undefined); // a failed run: its error is the one reported
     await sinks.close();
     trainer?.dispose();
     model.dispose();

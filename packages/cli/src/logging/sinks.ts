@@ -88,3 +88,32 @@ export async function openSinks(options: {
   }
   return fanOut(sinks);
 }
+
+/**
+ * Feeds records to a sink one at a time, in order, from synchronous callbacks (GrpoTrainer's
+ * `onStep`, distillStudent's `onStep`): `push` never throws; `done` waits for every write and
+ * rethrows the first failure.
+ */
+export function sequentialWriter(sink: MetricsSink): {
+  push(record: Parameters<MetricsSink['write']>[0]): void;
+  done(): Promise<void>;
+} {
+  let chain: Promise<void> = Promise.resolve();
+  let failure: { error: unknown } | undefined;
+  return {
+    push(record) {
+      chain = chain.then(async () => {
+        if (failure) return;
+        try {
+          await sink.write(record);
+        } catch (error) {
+          failure = { error };
+        }
+      });
+    },
+    async done() {
+      await chain;
+      if (failure) throw failure.error;
+    },
+  };
+}
