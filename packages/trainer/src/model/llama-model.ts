@@ -10,6 +10,7 @@ import {
 import { type Checkpoint, type LlamaConfig, parseLlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { activeBackend, type BackendName } from '../backend/select-backend.js';
+import { llamaBackward } from './llama-backward.js';
 import { type MatMulOps, matMulOps } from './ops.js';
 import {
   attentionBias,
@@ -17,16 +18,21 @@ import {
   type PreparedInput,
   prepareInput,
 } from './prepared-input.js';
+import { type NormCache, rmsNormForward } from './rms-norm.js';
 import { ropeTables, rotateHalfMatrix } from './rope.js';
 
 /** Parameter tensors by Hugging Face name. Linear weights are held transposed (`[in, out]`). */
 type Params = Map<string, tf.Tensor>;
 
-type NormCache = { r: tf.Tensor2D; xhat: tf.Tensor2D };
+/** A fused projection: the column-concatenated weights (and biases) of several linears. */
+export type FusedWeight = { names: string[]; widths: number[]; weight: tf.Tensor2D };
 
-type LayerCache = {
+/** @internal */
+export type LayerCache = {
   norm1: NormCache;
   h1: tf.Tensor2D;
+  qkv: FusedWeight;
+  gateUp: FusedWeight;
   qg: tf.Tensor3D;
   kt: tf.Tensor3D;
   vb: tf.Tensor3D;
@@ -70,7 +76,8 @@ export class LlamaModel {
   readonly backend: BackendName;
   /** @internal */
   params: Params;
-  private readonly ops: MatMulOps;
+  /** @internal */
+  readonly ops: MatMulOps;
   private disposed = false;
 
   /** @internal use {@link createLlamaModel}. */
@@ -168,6 +175,13 @@ export class LlamaModel {
       const biasName = `${name}.bias`;
       return this.params.has(biasName) ? tf.add(out, this.param(biasName)) : out;
     };
+    /** One product for projections of the same input (q/k/v, gate/up), split by columns. */
+    const fusedLinear = (x: tf.Tensor2D, fused: FusedWeight): tf.Tensor2D[] => {
+      let out = ops.mm(x, fused.weight);
+      const biases = fused.names.map((name) => this.params.get(`${name}.bias`));
+      if (biases.every((bias) => bias !== undefined)) out = tf.add(out, tf.concat(biases, 0));
+      return tf.split(out, fused.widths, 1) as tf.Tensor2D[];
+    };
 
     let x: tf.Tensor = ops.gatherRows(
       this.param('model.embed_tokens.weight') as tf.Tensor2D,
@@ -178,9 +192,14 @@ export class LlamaModel {
       const prefix = `model.layers.${layer}`;
       const norm1 = rmsNormForward(x as tf.Tensor2D, config.rms_norm_eps);
       const h1 = tf.mul(norm1.xhat, this.param(`${prefix}.input_layernorm.weight`)) as tf.Tensor2D;
-      const q = applyRope(linear(h1, `${prefix}.self_attn.q_proj`), heads);
-      const k = applyRope(linear(h1, `${prefix}.self_attn.k_proj`), kvHeads);
-      const v = linear(h1, `${prefix}.self_attn.v_proj`);
+      const qkv = this.fusedWeight(prefix, [
+        'self_attn.q_proj',
+        'self_attn.k_proj',
+        'self_attn.v_proj',
+      ]);
+      const [qRaw, kRaw, v] = fusedLinear(h1, qkv) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
+      const q = applyRope(qRaw, heads);
+      const k = applyRope(kRaw, kvHeads);
       const qg = tf.reshape(
         tf.transpose(tf.reshape(tf.mul(q, scale), [b, t, heads, headDim]), [0, 2, 1, 3]),
         [b * kvHeads, group * t, headDim],
@@ -208,8 +227,8 @@ export class LlamaModel {
         norm2.xhat,
         this.param(`${prefix}.post_attention_layernorm.weight`),
       ) as tf.Tensor2D;
-      const gate = linear(h2, `${prefix}.mlp.gate_proj`);
-      const up = linear(h2, `${prefix}.mlp.up_proj`);
+      const gateUp = this.fusedWeight(prefix, ['mlp.gate_proj', 'mlp.up_proj']);
+      const [gate, up] = fusedLinear(h2, gateUp) as [tf.Tensor2D, tf.Tensor2D];
       const sigmoid = tf.sigmoid(gate) as tf.Tensor2D;
       const silu = tf.mul(gate, sigmoid) as tf.Tensor2D;
       const act = tf.mul(silu, up) as tf.Tensor2D;
@@ -218,6 +237,8 @@ export class LlamaModel {
         layers.push({
           norm1,
           h1,
+          qkv,
+          gateUp,
           qg,
           kt,
           vb,
@@ -250,136 +271,18 @@ export class LlamaModel {
     cache: ForwardCache,
     dLogits: tf.Tensor2D,
   ): Map<string, tf.Tensor> {
-    const config = this.config;
-    const { batchSize: b, seqLen: t } = input;
-    const n = b * t;
-    const heads = config.num_attention_heads;
-    const kvHeads = config.num_key_value_heads;
-    const group = heads / kvHeads;
-    const headDim = config.head_dim;
-    const ops = this.ops;
-    const scale = 1 / Math.sqrt(headDim);
-    const grads = new Map<string, tf.Tensor>();
-    const { cos, sin, rotate } = cache;
-    const rotateT = ops.t(rotate);
-    const ropeBackward = (dy: tf.Tensor2D, count: number): tf.Tensor2D => {
-      const dy3 = tf.reshape(dy, [n, count, headDim]);
-      const direct = tf.mul(dy3, cos);
-      const viaRotate = ops.mm(
-        tf.reshape(tf.mul(dy3, sin), [n * count, headDim]) as tf.Tensor2D,
-        rotateT,
-      );
-      return tf.reshape(tf.add(direct, tf.reshape(viaRotate, [n, count, headDim])), [
-        n,
-        count * headDim,
-      ]);
-    };
-    // xᵀ of an activation shared by several projections (h1: q/k/v, h2: gate/up) is copied once.
-    const transposed = new Map<tf.Tensor, tf.Tensor2D>();
-    const weightGradient = (x: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D => {
-      if (!ops.explicitTranspose) return ops.mmTN(x, dy);
-      let xT = transposed.get(x);
-      if (xT === undefined) {
-        xT = ops.t(x);
-        transposed.set(x, xT);
-      }
-      return ops.mm(xT, dy);
-    };
-    /** Backward of `y = x @ W (+ bias)`: records dW (and dBias), returns dx. */
-    const linearBackward = (x: tf.Tensor2D, dy: tf.Tensor2D, name: string): tf.Tensor2D => {
-      const weight = this.param(`${name}.weight`) as tf.Tensor2D;
-      grads.set(`${name}.weight`, weightGradient(x, dy));
-      const biasName = `${name}.bias`;
-      if (this.params.has(biasName)) grads.set(biasName, ops.sumRows(dy));
-      return ops.mmNT(dy, weight);
-    };
-    const normBackward = (norm: NormCache, dh: tf.Tensor2D, gainName: string): tf.Tensor2D => {
-      const gain = this.param(gainName);
-      grads.set(gainName, ops.sumRows(tf.mul(dh, norm.xhat) as tf.Tensor2D));
-      return rmsNormBackward(norm, tf.mul(dh, gain) as tf.Tensor2D);
-    };
+    return llamaBackward(this, input, cache, dLogits);
+  }
 
-    // Head and final norm.
-    let dhf: tf.Tensor2D;
-    if (config.tie_word_embeddings) {
-      const embedding = this.param('model.embed_tokens.weight') as tf.Tensor2D;
-      grads.set('model.embed_tokens.weight', ops.mmTN(dLogits, cache.hf));
-      dhf = ops.mm(dLogits, embedding);
-    } else {
-      grads.set('lm_head.weight', ops.mmTN(cache.hf, dLogits));
-      dhf = ops.mmNT(dLogits, this.param('lm_head.weight') as tf.Tensor2D);
-    }
-    let dx = normBackward(cache.normF, dhf, 'model.norm.weight');
-
-    for (let layer = config.num_hidden_layers - 1; layer >= 0; layer--) {
-      const prefix = `model.layers.${layer}`;
-      const c = cache.layers[layer]!;
-      // MLP.
-      const dAct = linearBackward(c.act, dx, `${prefix}.mlp.down_proj`);
-      const dSilu = tf.mul(dAct, c.up);
-      const dUp = tf.mul(dAct, c.silu) as tf.Tensor2D;
-      // silu'(g) = σ(g)·(1 + g·(1 − σ(g)))
-      const dGate = tf.mul(
-        dSilu,
-        tf.mul(c.sigmoid, tf.add(1, tf.mul(c.gate, tf.sub(1, c.sigmoid)))),
-      ) as tf.Tensor2D;
-      const dh2 = tf.add(
-        linearBackward(c.h2, dGate, `${prefix}.mlp.gate_proj`),
-        linearBackward(c.h2, dUp, `${prefix}.mlp.up_proj`),
-      ) as tf.Tensor2D;
-      dx = tf.add(dx, normBackward(c.norm2, dh2, `${prefix}.post_attention_layernorm.weight`));
-      // Attention.
-      const dAttention = linearBackward(c.attention, dx, `${prefix}.self_attn.o_proj`);
-      const dO = tf.reshape(
-        tf.transpose(tf.reshape(dAttention, [b, t, heads, headDim]), [0, 2, 1, 3]),
-        [b * kvHeads, group * t, headDim],
-      ) as tf.Tensor3D;
-      const dP = ops.bmmNT(dO, c.vb);
-      const dVb = ops.bmmTN(c.p, dO);
-      const dScores = tf.mul(c.p, tf.sub(dP, tf.sum(tf.mul(dP, c.p), -1, true))) as tf.Tensor3D;
-      const dQg = ops.bmmNT(dScores, c.kt);
-      const dK = ops.bmmTN(dScores, c.qg);
-      const dQ = tf.mul(
-        tf.reshape(tf.transpose(tf.reshape(dQg, [b, heads, t, headDim]), [0, 2, 1, 3]), [
-          n,
-          heads * headDim,
-        ]),
-        scale,
-      ) as tf.Tensor2D;
-      const kvBack = (d: tf.Tensor3D) =>
-        tf.reshape(tf.transpose(tf.reshape(d, [b, kvHeads, t, headDim]), [0, 2, 1, 3]), [
-          n,
-          kvHeads * headDim,
-        ]) as tf.Tensor2D;
-      const dh1 = tf.addN([
-        linearBackward(c.h1, ropeBackward(dQ, heads), `${prefix}.self_attn.q_proj`),
-        linearBackward(c.h1, ropeBackward(kvBack(dK), kvHeads), `${prefix}.self_attn.k_proj`),
-        linearBackward(c.h1, kvBack(dVb), `${prefix}.self_attn.v_proj`),
-      ]) as tf.Tensor2D;
-      dx = tf.add(dx, normBackward(c.norm1, dh1, `${prefix}.input_layernorm.weight`));
-    }
-
-    // Embedding: scatter-add the rows of dx into the token rows.
-    const vocab = config.vocab_size;
-    const hidden = config.hidden_size;
-    let dEmbedding: tf.Tensor2D;
-    if (tf.getKernel('UnsortedSegmentSum', tf.getBackend()) !== undefined) {
-      dEmbedding = tf.unsortedSegmentSum(dx, tf.tensor1d(input.ids, 'int32'), vocab);
-    } else {
-      const rows = dx.dataSync() as Float32Array;
-      const sums = new Float32Array(vocab * hidden);
-      for (let token = 0; token < n; token++) {
-        const target = input.ids[token]! * hidden;
-        const source = token * hidden;
-        for (let column = 0; column < hidden; column++) {
-          sums[target + column] = sums[target + column]! + rows[source + column]!;
-        }
-      }
-      dEmbedding = tf.tensor2d(sums, [vocab, hidden]);
-    }
-    const tied = grads.get('model.embed_tokens.weight');
-    grads.set('model.embed_tokens.weight', tied ? tf.add(tied, dEmbedding) : dEmbedding);
-    return grads;
+  /** The column-concatenated `[in, Σ out]` weights of `suffixes` in layer `prefix`. @internal */
+  fusedWeight(prefix: string, suffixes: string[]): FusedWeight {
+    const names = suffixes.map((suffix) => `${prefix}.${suffix}`);
+    const weights = names.map((name) => this.param(`${name}.weight`) as tf.Tensor2D);
+    return {
+      names,
+      widths: weights.map((weight) => weight.shape[1]),
+      weight: tf.concat(weights, 1),
+    };
   }
 
   /**
@@ -445,17 +348,6 @@ export class LlamaModel {
     for (const tensor of this.params.values()) tensor.dispose();
     this.params.clear();
   }
-}
-
-function rmsNormForward(x: tf.Tensor2D, epsilon: number): NormCache {
-  const r = tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), epsilon)) as tf.Tensor2D;
-  return { r, xhat: tf.mul(x, r) as tf.Tensor2D };
-}
-
-/** dx = r · (dxhat − xhat · mean(dxhat · xhat)). */
-function rmsNormBackward(norm: NormCache, dxhat: tf.Tensor2D): tf.Tensor2D {
-  const projection = tf.mean(tf.mul(dxhat, norm.xhat), -1, true);
-  return tf.mul(norm.r, tf.sub(dxhat, tf.mul(norm.xhat, projection))) as tf.Tensor2D;
 }
 
 /** Options of {@link createLlamaModel}. */
