@@ -27,7 +27,8 @@ export function htmlTable(
  * out (each line of two or more points has a non-empty box) and that no text of a chart lies outside its box (clipped
  * legends or labels), logs `console.error` for each failure, and records the counts on `<body>`
  * as `data-charts-total`, `data-charts-rendered`, `data-charts-clipped` and
- * `data-charts-overflowing` (charts wider than the window); a headless-browser test reads them
+ * `data-charts-overflowing` (charts wider than the window), and `data-page-scrolls-sideways`
+ * (`true` when anything makes the page wider than the window); a headless-browser test reads them
  * from the DOM dump.
  */
 export const CHART_CHECK_SCRIPT = `
@@ -64,5 +65,7 @@ export const CHART_CHECK_SCRIPT = `
   document.body.setAttribute('data-charts-rendered', String(rendered));
   document.body.setAttribute('data-charts-clipped', String(clipped));
   document.body.setAttribute('data-charts-overflowing', String(overflowing));
+  var root = document.documentElement;
+  document.body.setAttribute('data-page-scrolls-sideways', String(root.scrollWidth > root.clientWidth + 1));
 })();
 `;

@@ -152,6 +152,7 @@ describe.skipIf(chromium === undefined && !process.env.CI)(
         expect(count('rendered')).toBe(count('total'));
         expect(count('clipped')).toBe(0);
         expect(count('overflowing')).toBe(0);
+        expect(result.dom).toContain('data-page-scrolls-sideways="false"');
       },
     );
   },
