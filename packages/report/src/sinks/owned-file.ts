@@ -114,7 +114,10 @@ export class OwnedFile {
     if (this.ifExists === 'append' || this.fd === undefined) {
       throw new Error(`internal: ${this.path} may not be replaced`);
     }
-    const temporary = join(dirname(this.path), `.${basename(this.path)}.tmp-${process.pid}`);
+    const temporary = join(
+      dirname(this.path),
+      `.${basename(this.path)}.tmp-${process.pid}-${Date.now()}`,
+    );
     const fd = openSync(temporary, 'wx');
     try {
       writeSync(fd, data);
