@@ -255,5 +255,53 @@ describe('runCli', () => {
       (await cli('export', at('model'), '--out', exported, '--format', 'onnx', '--dtype', 'f16'))
         .code,
     ).toBe(2);
+    expect((await cli('export', at('model'), '--out', exported, '--format', 'onnx')).code).toBe(0);
+    expect(existsSync(join(exported, 'onnx', 'model.onnx'))).toBe(true);
+  });
+
+  it('should vote over rlvr-vote records and check values the CLI reads itself', async () => {
+    const records = at('records.jsonl');
+    writeFileSync(
+      records,
+      '\uFEFF{"id":1,"samples":["\\\\boxed{4}","4","5"],"gold":"4"}\r\n{"id":2,"samples":["7","7","1"],"gold":"8"}\r\n',
+    );
+    const vote = await cli('vote', records, '--out', at('votes.jsonl'));
+    expect(vote.code).toBe(0);
+    const votes = readFileSync(at('votes.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { answer: string });
+    expect(votes.map((v) => v.answer)).toEqual(['4', '7']);
+    expect(vote.stdout).toMatch(
+      /\n\s+1\s+0\.3333\s+0\.3333\n\s+2\s+0\.5000\s+0\.3333\n\s+3\s+0\.5000\s+0\.5000\n$/,
+    );
+    const bad = at('bad-records.jsonl');
+    writeFileSync(bad, '{"id":1,"samples":["a"]}\n{"id":2}\n');
+    expect(await cli('vote', bad)).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('bad-records.jsonl:2:'),
+    });
+    const n0 = await cli('eval', '--config', at('eval.yaml'), '--set', 'n=0');
+    expect(n0).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`config key 'n' (in --set)`),
+    });
+    const backend = await cli(
+      'sft',
+      '--config',
+      at('sft.yaml'),
+      '--set',
+      `model=${at('model')}`,
+      '--set',
+      `dataset.path=${at('data/train.jsonl')}`,
+      '--set',
+      `outputDir=${at('runs/b')}`,
+      '--set',
+      'backend=gpu',
+    );
+    expect(backend).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`config key 'backend' (in --set)`),
+    });
   });
 });

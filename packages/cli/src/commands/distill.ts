@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { ErrorCode, type RewardFunction, type WeightedReward } from '@rlvr/core';
 import { type DistillLoss, filterTraces, generateTraces, readTraces } from '@rlvr/distill';
+import { TRAINER_DEFAULTS } from '@rlvr/trainer';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
@@ -57,10 +58,10 @@ const spec: ConfigSpec = {
     traces: { k: 4, acceptThreshold: 1, sampling: { temperature: 1, seed: 0 } },
     filter: { maxPerPrompt: 4, prefer: 'shorter', dropTruncated: true },
     loss: { type: 'sft' },
-    epochs: 1,
+    epochs: 3,
     batchSize: 8,
     seed: 0,
-    schedule: { learningRate: 1e-5, schedule: 'constant' },
+    schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
     reportTo: ['jsonl'],
     backend: 'auto',
   },

@@ -1,5 +1,11 @@
 import { join } from 'node:path';
-import { ErrorCode, passAtK, type WeightedReward } from '@rlvr/core';
+import {
+  ErrorCode,
+  passAtK,
+  validateInteger,
+  validateNumber,
+  type WeightedReward,
+} from '@rlvr/core';
 import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
@@ -112,7 +118,9 @@ outputDir: grpo-run`,
     const { config, io } = context;
     const values = config.values;
     const source = (key: string) => config.origins.get(key) ?? config.file;
-    const n = values.n as number;
+    const n = validateInteger(values.n, { parameter: 'n', min: 1 });
+    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+    validateNumber(values.threshold, { parameter: 'threshold' });
     const ks = (values.ks as number[] | undefined) ?? defaultKs(n);
     const outputDir = values.outputDir as string | undefined;
     if (outputDir !== undefined) {

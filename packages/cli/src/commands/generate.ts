@@ -1,5 +1,7 @@
+import { ErrorCode, validateInteger } from '@rlvr/core';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset } from '../data/load-dataset.js';
+import { ConfigError } from '../errors/config-error.js';
 import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
 import type { Command } from './command.js';
 import { checkOutput, openOutput, SAMPLING_KEYS, sampleAll, samplingOf } from './sampling.js';
@@ -27,7 +29,17 @@ feeds rlvr vote (samples) or your own analysis.`,
     const { config, io } = context;
     const values = config.values;
     const source = (key: string) => config.origins.get(key) ?? config.file;
-    const out = String(values.out);
+    validateInteger(values.n, { parameter: 'n', min: 1 });
+    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+    if (typeof values.out !== 'string' || values.out === '') {
+      throw new ConfigError({
+        key: 'out',
+        source: source('out'),
+        message: 'expected a file path',
+        code: ErrorCode.INVALID_ARGUMENT,
+      });
+    }
+    const out = values.out;
     checkOutput(out, context.overwrite);
     const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
     const records = await loadDataset(values.dataset, {

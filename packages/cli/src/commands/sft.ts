@@ -1,5 +1,6 @@
 import { ErrorCode } from '@rlvr/core';
 import type { TraceRecord } from '@rlvr/distill';
+import { TRAINER_DEFAULTS } from '@rlvr/trainer';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
@@ -22,12 +23,12 @@ const spec: ConfigSpec = {
   ],
   nested: { dataset: DATASET_KEYS },
   defaults: {
-    epochs: 1,
+    epochs: 3,
     batchSize: 8,
     seed: 0,
     pack: false,
-    schedule: { learningRate: 1e-5, schedule: 'constant' },
-    maxGradNorm: 1,
+    schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
+    maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
     reportTo: ['jsonl'],
     backend: 'auto',
   },

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { validateInteger } from '@rlvr/core';
 import type { DistillLoss, TraceRecord } from '@rlvr/distill';
 import { distillStudent, loadDistillCheckpoint } from '@rlvr/distill';
 import type { Checkpoint } from '@rlvr/model';
@@ -61,8 +62,10 @@ export async function trainStudent(options: {
   const checkpointDir = join(outputDir, STUDENT_CHECKPOINT_DIR);
   const saved = options.resume ? await loadDistillCheckpoint(checkpointDir) : undefined;
   const model = await createLlamaModel(saved?.checkpoint ?? options.student);
-  const epochs = values.epochs as number;
-  const batchSize = values.batchSize as number;
+  const epochs = validateInteger(values.epochs, { parameter: 'epochs', min: 1 });
+  const batchSize = validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+  if (values.saveEvery !== undefined)
+    validateInteger(values.saveEvery, { parameter: 'saveEvery', min: 1 });
   const totalSteps = Math.max(
     1,
     Math.ceil(options.traces.length / Math.max(1, batchSize)) * Math.max(1, epochs),

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ErrorCode } from '@rlvr/core';
+import { ErrorCode, validateOneOf } from '@rlvr/core';
 import { type Checkpoint, createTokenizer, loadCheckpoint, type Tokenizer } from '@rlvr/model';
 import { createOnnxSampler, type OnnxSampler } from '@rlvr/rollout';
 import { type BackendName, selectBackend } from '@rlvr/trainer';
@@ -67,6 +67,7 @@ export async function loadModel(
 
 /** Selects the tfjs backend for training (`backend` config key; default wasm, then cpu). */
 export async function selectTrainingBackend(backend: unknown): Promise<string> {
+  validateOneOf(backend ?? 'auto', ['auto', 'wasm', 'cpu', 'tensorflow'], { parameter: 'backend' });
   const candidates: BackendName[] =
     backend === undefined || backend === 'auto' ? ['wasm', 'cpu'] : [backend as BackendName];
   const selected = await selectBackend({ candidates });
