@@ -304,4 +304,48 @@ describe('runCli', () => {
       stderr: expect.stringContaining(`config key 'backend' (in --set)`),
     });
   });
+
+  it('should distil a teacher into a student with a reward from a user module', async () => {
+    const reward = at('accept-short.mjs');
+    writeFileSync(reward, 'export default ({ completion }) => (completion.length <= 2 ? 1 : 0);\n');
+    const out = at('runs/distill');
+    const args = [
+      'distill',
+      '--set',
+      `teacher=${at('model')}`,
+      '--set',
+      `student=${at('model')}`,
+      '--set',
+      `dataset={path: ${at('data/train.jsonl')}, columns: {prompt: question, answer: solution}, limit: 8}`,
+      '--set',
+      `rewards=[{module: ${reward}, name: short}]`,
+      '--set',
+      `outputDir=${out}`,
+      '--set',
+      'traces={k: 2, sampling: {maxNewTokens: 3}}',
+      '--set',
+      'sampler={workers: 0}',
+      '--set',
+      'epochs=1',
+      '--set',
+      'batchSize=4',
+      '--report-to',
+      'jsonl',
+      '-q',
+    ];
+    const { code, stdout, stderr } = await cli(...args);
+    expect(stderr).toMatch(/distill: 16 traces \(0 prompts reused\), \d+ accepted, \d+ kept/);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^distill: \d+ traces, \d+ steps/);
+    const traces = readFileSync(join(out, 'traces.jsonl'), 'utf8').trim().split('\n');
+    expect(traces).toHaveLength(17); // header + 8 prompts × 2
+    expect(existsSync(join(out, 'model', 'config.json'))).toBe(true);
+    expect(readFileSync(join(out, 'metrics.jsonl'), 'utf8')).toContain('"phase":"distill"');
+    expect(await cli(...args)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--overwrite (replace) or --resume'),
+    });
+    const unknown = await cli(...args, '--set', 'traces.samples=3');
+    expect(unknown.stderr).toContain(`config key 'traces.samples' (in --set): unknown key`);
+  });
 });
