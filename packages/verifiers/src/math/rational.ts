@@ -27,9 +27,13 @@ function gcd(a: bigint, b: bigint): bigint {
   return x;
 }
 
+const TWO_POW_32 = 1n << 32n;
+
 function bitLength(value: bigint): number {
   if (value === 0n) return 0;
-  const hex = abs(value).toString(16);
+  const magnitude = abs(value);
+  if (magnitude < TWO_POW_32) return 32 - Math.clz32(Number(magnitude)); // no string for small values
+  const hex = magnitude.toString(16);
   return (hex.length - 1) * 4 + (32 - Math.clz32(Number.parseInt(hex[0]!, 16)));
 }
 

@@ -137,6 +137,7 @@ const CLOSERS = ')]}⟧';
 
 /** Splits at `separator` outside any brackets (bracket types are not matched: `[1, 2)` nests). */
 function splitOutside(text: string, separator: string): string[] {
+  if (!text.includes(separator)) return [text]; // the common case: no scan needed
   const parts: string[] = [];
   let depth = 0;
   let start = 0;
