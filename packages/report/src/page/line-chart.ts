@@ -48,7 +48,7 @@ export const CHART_COLORS: readonly string[] = [
 const CHAR_WIDTH = 6.2; // a generous average glyph width of 10 px sans-serif
 const MARGIN = { left: 58, right: 14, top: 26 };
 /** Points drawn per line at most (longer series are thinned evenly). */
-const MAX_DRAWN = 1000;
+const MAX_DRAWN = 600;
 
 /** Tick values at 1, 2 or 5 times a power of ten (`integer`: steps of at least 1). */
 export function niceTicks(min: number, max: number, count: number, integer = false): number[] {
