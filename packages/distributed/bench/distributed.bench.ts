@@ -1,9 +1,11 @@
-// Bench: (1) queue overhead and scaling efficiency with fixed-latency fake workers (1–16), and
+// Bench: (1) queue overhead and scaling efficiency with fixed-latency fake workers (1–16),
 // (2) sample() time of a real tiny model: in-process (batched, and per job) vs 1 and 2 worker
-// processes. Needs a Redis: RLVR_TEST_REDIS_URL (default redis://127.0.0.1:6390).
+// processes, and (3) GRPO step time on that model: in-process vs 1 and 2 worker processes,
+// synchronous vs maxStaleness 1 (bench/grpo-steps.ts). Prints the load average before and after.
+// Needs a Redis: RLVR_TEST_REDIS_URL (default redis://127.0.0.1:6390).
 // Run: pnpm --filter @rlvr/distributed bench
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Completion, SampleRequest, Sampler } from '@rlvr/core';
 import { loadCheckpoint } from '@rlvr/model';
@@ -19,6 +21,7 @@ import {
   spawnWorker,
   type WorkerProcess,
 } from '../src/testing/test-env.js';
+import { grpoSteps } from './grpo-steps.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -120,12 +123,19 @@ async function real(): Promise<void> {
       }
       await Promise.all(processes.splice(0).map((worker) => worker.stop()));
     }
+    await grpoSteps(root);
   } finally {
     await Promise.all(processes.map((worker) => worker.stop()));
     await rm(root, { recursive: true, force: true });
   }
 }
 
+const load = () =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+console.log(`load average (1/5/15 min) at start: ${load()}`);
 await scaling(50, 8, 8);
 await real();
+console.log(`\nload average (1/5/15 min) at end: ${load()}`);
 process.exit(0);

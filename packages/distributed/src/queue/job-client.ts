@@ -204,6 +204,11 @@ export class JobClient<Data, Result> {
     this.#pending.clear();
   }
 
+  /** False while the connection to Redis is lost (a restart, a network cut). */
+  get connected(): boolean {
+    return this.#downSince === undefined;
+  }
+
   /** Throws when closed. */
   assertOpen(operation: string): void {
     if (this.#closed) throw this.#unavailable('closed', `${operation} was called after close()`);

@@ -1,9 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueUnavailableError } from '../errors/queue-unavailable-error.js';
+import { policyKey } from '../protocol.js';
 import { createQueueSampler } from '../sampler/queue-sampler.js';
-import { freshQueue, REDIS_URL } from '../testing/test-env.js';
+import { freshQueue, REDIS_URL, redisServer } from '../testing/test-env.js';
 import { connectRedis } from './connection.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -122,6 +126,33 @@ describe('connectRedis', () => {
       probe.disconnect();
       await sampler.close();
       server.kill('SIGKILL');
+    }
+  });
+
+  it('updateWeights while Redis is away keeps the new version, and writes its pointer once Redis is back', async () => {
+    const server = await redisServer();
+    await server.start();
+    const queue = freshQueue('away');
+    const weights = await mkdtemp(join(tmpdir(), 'rlvr-away-'));
+    const sampler = await createQueueSampler({ redis: server.url, queue, weights });
+    try {
+      await server.kill();
+      const tensors = [{ name: 'w', shape: [2], data: new Float32Array([1, 2]) }];
+      await sampler.updateWeights!({ step: 3, tensors });
+      expect(sampler.policyVersion).toBe(3);
+      await server.start(); // empty: the pointer was never written
+      const probe = new Redis(server.port);
+      let pointer: string | null = null;
+      for (let tries = 0; tries < 200 && pointer === null; tries++) {
+        pointer = await probe.get(policyKey(queue));
+        if (pointer === null) await sleep(25);
+      }
+      probe.disconnect();
+      expect(JSON.parse(pointer!)).toMatchObject({ version: 3 });
+    } finally {
+      await sampler.close();
+      await server.kill();
+      await rm(weights, { recursive: true, force: true });
     }
   });
 });

@@ -225,10 +225,11 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
   let policy: PolicyPointer = { version: 0, weights: null, updatedAt: new Date().toISOString() };
   const client = await JobClient.open<RolloutJobData, Completion[]>(url, name, {
     ...resolved,
-    // a restarted Redis without persistence lost the pointer: write it again (unless newer)
+    // a restarted Redis lost the pointer, or missed an update while away: write it again
     onReconnect: async () => {
-      if (policy.version > 0)
-        await client.producer.set(policyKey(name), JSON.stringify(policy), 'NX');
+      if (policy.weights !== null) {
+        await client.producer.set(policyKey(name), JSON.stringify(policy));
+      }
     },
   });
   /** A failed job's stand-in under `failedJobs: 'abort-group'`: its group is aborted (skipped). */
@@ -324,9 +325,15 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
         weights: digest,
         updatedAt: new Date().toISOString(),
       };
+      // jobs name the weights themselves: the pointer in Redis is for workers and operators
+      policy = next;
+      pushed.push(step);
+      if (pushed.length > resolved.maxWeightLag + 1) pushed.shift();
       try {
         await client.producer.set(policyKey(name), JSON.stringify(next));
       } catch (error) {
+        // Redis is away (a restart): the pointer is written again once it is back
+        if (!client.connected) return;
         throw new RlvrError(
           ErrorCode.UNAVAILABLE,
           `${functionName}(): Redis did not take the new policy version`,
@@ -335,9 +342,6 @@ export async function createQueueSampler(options: QueueSamplerOptions): Promise<
           },
         );
       }
-      policy = next;
-      pushed.push(step);
-      if (pushed.length > resolved.maxWeightLag + 1) pushed.shift();
     };
   }
   return sampler;
