@@ -35,15 +35,20 @@ type Runtime = { binding: NativeBinding; Tensor: OrtTensorConstructor };
 
 let runtime: Runtime | undefined;
 let active = false;
+/** Threads of the matMul sessions created from now on (0: onnxruntime's default, all cores). */
+let threads = 0;
 const sessions = new Map<string, NativeSession>();
 
-/** Options of every matMul session: MLAS on all cores, sequential, no spinning between ops. */
-const SESSION_OPTIONS = {
-  graphOptimizationLevel: 'all',
-  executionMode: 'sequential',
-  interOpNumThreads: 1,
-  extra: { session: { intra_op: { allow_spinning: '0' } } },
-};
+/** Options of a matMul session: MLAS on `threads` threads, sequential, no spinning between ops. */
+function sessionOptions(): object {
+  return {
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+    interOpNumThreads: 1,
+    intraOpNumThreads: threads,
+    extra: { session: { intra_op: { allow_spinning: process.env.RLVR_ORT_SPIN ?? '0' } } },
+  };
+}
 
 /**
  * Loads onnxruntime-node's native binding (an optional peer dependency). Its `session.run` is
@@ -102,12 +107,12 @@ function matMulModel(
 }
 
 function sessionFor(aShape: number[], bShape: number[], attrs: OrtMatMulAttrs): NativeSession {
-  const key = `${aShape.join('x')}|${bShape.join('x')}|${+attrs.transposeA}${+attrs.transposeB}`;
+  const key = `${aShape.join('x')}|${bShape.join('x')}|${+attrs.transposeA}${+attrs.transposeB}|${threads}`;
   let session = sessions.get(key);
   if (session === undefined) {
     const bytes = matMulModel(aShape.length === 3 ? aShape[0]! : 0, aShape, bShape, attrs);
     session = new runtime!.binding.InferenceSession();
-    session.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, SESSION_OPTIONS);
+    session.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, sessionOptions());
     sessions.set(key, session);
   }
   return session;
@@ -154,11 +159,13 @@ function ortMatMul(args: {
 
 /**
  * Loads onnxruntime-node and registers {@link ORT_MAT_MUL} for wasm (idempotent), then makes
- * models created afterwards use it. Called by `selectBackend`.
+ * models created afterwards use it on `threadCount` threads (0: all cores). Called by
+ * `selectBackend`.
  * @throws when onnxruntime-node cannot be loaded.
  */
-export async function enableOrtMatMul(): Promise<void> {
+export async function enableOrtMatMul(threadCount = 0): Promise<void> {
   await loadRuntime();
+  threads = threadCount;
   if (tf.getKernel(ORT_MAT_MUL, 'wasm') === undefined) {
     tf.registerKernel({
       kernelName: ORT_MAT_MUL,

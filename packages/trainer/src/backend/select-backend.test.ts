@@ -1,11 +1,15 @@
 import { RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
+import { rotateHalfMatrix } from '../model/rope.js';
 import { ORT_MAT_MUL, ortMatMulOp } from './ort-matmul.js';
 import { activeBackend, selectBackend } from './select-backend.js';
 import {
   FAST_BATCH_MAT_MUL,
+  FAST_CONCAT_COLUMNS,
   FAST_GATHER_ROWS,
+  FAST_ROPE,
+  FAST_SPLIT_COLUMNS,
   FAST_SUM_ROWS,
   FAST_TRANSPOSE,
 } from './wasm-kernels.js';
@@ -40,6 +44,10 @@ describe('selectBackend', () => {
     expect((await selectBackend({ candidates: ['cpu'] })).matMul).toBe('backend');
     await expect(selectBackend({ matMul: 'mlas' as never })).rejects.toThrow(/options\.matMul/);
     await expect(selectBackend({ matmul: 'backend' } as never)).rejects.toThrow(/matMul/);
+    await expect(selectBackend({ matMulThreads: 0 })).rejects.toThrow(/options\.matMulThreads/);
+    expect((await selectBackend({ candidates: ['wasm'], matMulThreads: 1 })).matMul).toBe(
+      'onnxruntime',
+    );
   });
 
   it('should multiply like tf.matMul on onnxruntime (2-D and batched, every transpose)', async () => {
@@ -117,5 +125,51 @@ describe('selectBackend', () => {
       }
       x.dispose();
     }
+  });
+
+  it('should split and concatenate columns bit-identically to tfjs', async () => {
+    await selectBackend({ candidates: ['wasm'] });
+    const x = tf.randomNormal([9, 11], 0, 1, 'float32', 6) as tf.Tensor2D;
+    const widths = [4, 2, 5];
+    const fast = tf
+      .engine()
+      .runKernel(FAST_SPLIT_COLUMNS, { x }, { widths }) as unknown as tf.Tensor[];
+    const slow = tf.split(x, widths, 1);
+    fast.forEach((part, index) => {
+      expect(part.shape).toEqual(slow[index]!.shape);
+      expect(Array.from(part.dataSync())).toEqual(Array.from(slow[index]!.dataSync()));
+    });
+    const joined = tf
+      .engine()
+      .runKernel(
+        FAST_CONCAT_COLUMNS,
+        { x0: fast[0]!, x1: fast[1]!, x2: fast[2]! },
+        {},
+      ) as tf.Tensor;
+    expect(Array.from(joined.dataSync())).toEqual(Array.from(x.dataSync()));
+    tf.dispose([x, joined, ...fast, ...slow]);
+  });
+
+  it('should apply RoPE and its adjoint like the tfjs composition (rotate_half as a matMul)', async () => {
+    await selectBackend({ candidates: ['wasm'], matMul: 'backend' });
+    const [n, heads, d] = [5, 3, 8];
+    const x = tf.randomNormal([n, heads * d], 0, 1, 'float32', 7) as tf.Tensor2D;
+    const cos = tf.randomUniform([n, 1, d], -1, 1, 'float32', 8) as tf.Tensor3D;
+    const sin = tf.randomUniform([n, 1, d], -1, 1, 'float32', 9) as tf.Tensor3D;
+    const rotate = tf.tensor2d(rotateHalfMatrix(d), [d, d]);
+    const x3 = tf.reshape(x, [n, heads, d]);
+    const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * heads, d]), rotate), [n, heads, d]);
+    const forward = tf.add(tf.mul(x3, cos), tf.mul(rotated, sin));
+    const viaRotate = tf.matMul(tf.reshape(tf.mul(x3, sin), [n * heads, d]), tf.transpose(rotate));
+    const adjoint = tf.add(tf.mul(x3, cos), tf.reshape(viaRotate, [n, heads, d]));
+    for (const [transpose, want] of [
+      [false, forward],
+      [true, adjoint],
+    ] as const) {
+      const got = tf.engine().runKernel(FAST_ROPE, { x, cos, sin }, { transpose }) as tf.Tensor;
+      expect(Array.from(got.dataSync())).toEqual(Array.from(want.dataSync()));
+      got.dispose();
+    }
+    tf.dispose([x, cos, sin, rotate, x3, rotated, forward, viaRotate, adjoint]);
   });
 });

@@ -39,6 +39,11 @@ export type SelectBackendOptions = {
    * when it does not load.
    */
   matMul?: 'auto' | MatMulEngine;
+  /**
+   * Threads of the onnxruntime matrix products (default: onnxruntime's choice, one per core). On a
+   * machine shared with other busy processes, 1 is often faster.
+   */
+  matMulThreads?: number;
 };
 
 /** What {@link selectBackend} chose and what it tried before. */
@@ -77,7 +82,7 @@ export async function selectBackend(options?: SelectBackendOptions): Promise<Sel
   const opts = validateOptions<SelectBackendOptions>(options, {
     parameter: 'options',
     functionName,
-    known: ['candidates', 'matMul'],
+    known: ['candidates', 'matMul', 'matMulThreads'],
   });
   const matMul = opts.matMul ?? 'auto';
   if (!['auto', 'onnxruntime', 'backend'].includes(matMul)) {
@@ -86,6 +91,18 @@ export async function selectBackend(options?: SelectBackendOptions): Promise<Sel
       functionName,
       value: matMul,
       expected: "'auto', 'onnxruntime' or 'backend'",
+    });
+  }
+  const threads = opts.matMulThreads ?? 0;
+  if (
+    opts.matMulThreads !== undefined &&
+    !(Number.isInteger(threads) && threads >= 1 && threads <= 1024)
+  ) {
+    throw new InvalidArgumentError({
+      parameter: 'options.matMulThreads',
+      functionName,
+      value: opts.matMulThreads,
+      expected: 'an integer from 1 to 1024',
     });
   }
   const candidates: readonly BackendName[] = opts.candidates ?? BACKEND_NAMES;
@@ -125,7 +142,7 @@ export async function selectBackend(options?: SelectBackendOptions): Promise<Sel
         return { name: backend, module, skipped, matMul: 'backend' };
       }
       registerWasmKernels();
-      return { name: backend, module, skipped, ...(await chooseMatMul(matMul)) };
+      return { name: backend, module, skipped, ...(await chooseMatMul(matMul, threads)) };
     }
   }
   throw new RlvrError(
@@ -148,11 +165,12 @@ async function activate(backend: BackendName, module: string): Promise<void> {
 
 async function chooseMatMul(
   matMul: 'auto' | MatMulEngine,
+  threads: number,
 ): Promise<{ matMul: MatMulEngine; matMulFallback?: string }> {
   disableOrtMatMul();
   if (matMul === 'backend') return { matMul };
   try {
-    await enableOrtMatMul();
+    await enableOrtMatMul(threads);
     return { matMul: 'onnxruntime' };
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error);

@@ -8,6 +8,12 @@ export const FAST_TRANSPOSE = 'RlvrTransposeLast2';
 export const FAST_GATHER_ROWS = 'RlvrGatherRows';
 /** Name of the sum-over-rows (axis 0 of a 2-D tensor) kernel this package registers for wasm. */
 export const FAST_SUM_ROWS = 'RlvrSumRows';
+/** Name of the column split (`tf.split(x, widths, 1)` of a 2-D tensor) kernel for wasm. */
+export const FAST_SPLIT_COLUMNS = 'RlvrSplitColumns';
+/** Name of the column concat (`tf.concat(xs, 1)` of 2-D tensors, up to 4) kernel for wasm. */
+export const FAST_CONCAT_COLUMNS = 'RlvrConcatColumns';
+/** Name of the rotary embedding kernel (`x·cos + rotate_half(x)·sin` and its transpose) for wasm. */
+export const FAST_ROPE = 'RlvrRope';
 
 type WasmModule = {
   HEAPU8: Uint8Array;
@@ -165,6 +171,102 @@ function fastGatherRows(args: { inputs: tf.NamedTensorInfoMap; backend: unknown 
 }
 
 /**
+ * Column blocks of a 2-D float32 tensor (`tf.split(x, widths, 1)`), one row copy per block (tfjs's
+ * wasm SplitV slices ~50× slower for `[2048, 704]`). Pure copies: identical values.
+ */
+function fastSplitColumns(args: {
+  inputs: tf.NamedTensorInfoMap;
+  backend: unknown;
+  attrs?: tf.NamedAttrMap;
+}): tf.TensorInfo[] {
+  const backend = args.backend as WasmBackendInternals;
+  const x = args.inputs.x!;
+  const widths = args.attrs!.widths as number[];
+  const [rows, cols] = x.shape as [number, number];
+  const outs = widths.map((width) => backend.makeOutput([rows, width], 'float32'));
+  const source = heapView(backend, x, rows * cols);
+  let start = 0;
+  widths.forEach((width, index) => {
+    const target = heapView(backend, outs[index]!, rows * width);
+    for (let row = 0; row < rows; row++) {
+      const from = row * cols + start;
+      target.set(source.subarray(from, from + width), row * width);
+    }
+    start += width;
+  });
+  return outs;
+}
+
+/** `tf.concat([x0, x1, …], 1)` of 2-D float32 tensors with the same rows (pure copies). */
+function fastConcatColumns(args: {
+  inputs: tf.NamedTensorInfoMap;
+  backend: unknown;
+}): tf.TensorInfo {
+  const backend = args.backend as WasmBackendInternals;
+  const parts = ['x0', 'x1', 'x2', 'x3']
+    .map((name) => args.inputs[name])
+    .filter((part): part is tf.TensorInfo => part !== undefined);
+  const rows = parts[0]!.shape[0]!;
+  const cols = parts.reduce((sum, part) => sum + part.shape[1]!, 0);
+  const out = backend.makeOutput([rows, cols], 'float32');
+  const target = heapView(backend, out, rows * cols);
+  let start = 0;
+  for (const part of parts) {
+    const width = part.shape[1]!;
+    const source = heapView(backend, part, rows * width);
+    for (let row = 0; row < rows; row++) {
+      target.set(source.subarray(row * width, (row + 1) * width), row * cols + start);
+    }
+    start += width;
+  }
+  return out;
+}
+
+/**
+ * Rotary embedding of `x` `[n, heads·d]` with tables `cos`, `sin` `[n, d]` in one pass:
+ * `x·cos + rotate_half(x)·sin` (forward) or, with `transpose`, its adjoint
+ * `x·cos + rotate_halfᵀ(x·sin)` (backward). Each product and the sum are rounded to float32 as the
+ * tfjs ops they replace (mul, matMul by the ±1 permutation matrix, add).
+ */
+function fastRope(args: {
+  inputs: tf.NamedTensorInfoMap;
+  backend: unknown;
+  attrs?: tf.NamedAttrMap;
+}): tf.TensorInfo {
+  const backend = args.backend as WasmBackendInternals;
+  const { x: xInfo, cos: cosInfo, sin: sinInfo } = args.inputs;
+  const transpose = args.attrs!.transpose as boolean;
+  const [n, width] = xInfo!.shape as [number, number];
+  const d = cosInfo!.shape[cosInfo!.shape.length - 1]!;
+  const half = d / 2;
+  const out = backend.makeOutput([n, width], 'float32');
+  const x = heapView(backend, xInfo!, n * width);
+  const cos = heapView(backend, cosInfo!, n * d);
+  const sin = heapView(backend, sinInfo!, n * d);
+  const y = heapView(backend, out, n * width);
+  const round = Math.fround;
+  for (let token = 0; token < n; token++) {
+    const table = token * d;
+    for (let base = token * width; base < (token + 1) * width; base += d) {
+      for (let i = 0; i < d; i++) {
+        const direct = round(x[base + i]! * cos[table + i]!);
+        let rotated: number;
+        if (!transpose) {
+          const partner = i < half ? -x[base + i + half]! : x[base + i - half]!;
+          rotated = round(partner * sin[table + i]!);
+        } else if (i < half) {
+          rotated = round(x[base + i + half]! * sin[table + i + half]!);
+        } else {
+          rotated = -round(x[base + i - half]! * sin[table + i - half]!);
+        }
+        y[base + i] = direct + rotated;
+      }
+    }
+  }
+  return out;
+}
+
+/**
  * Registers this package's wasm kernels (idempotent). Called by {@link selectBackend} when it picks
  * wasm; it adds a kernel under a new name and overrides nothing.
  */
@@ -174,6 +276,9 @@ export function registerWasmKernels(): void {
     [FAST_TRANSPOSE, fastTranspose],
     [FAST_SUM_ROWS, fastSumRows],
     [FAST_GATHER_ROWS, fastGatherRows],
+    [FAST_SPLIT_COLUMNS, fastSplitColumns],
+    [FAST_CONCAT_COLUMNS, fastConcatColumns],
+    [FAST_ROPE, fastRope],
   ];
   for (const [kernelName, kernelFunc] of kernels) {
     if (tf.getKernel(kernelName, 'wasm') !== undefined) continue;

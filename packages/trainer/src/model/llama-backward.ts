@@ -129,6 +129,8 @@ function layerBackward(
 
 function ropeBackward(context: Context, dy: tf.Tensor2D, count: number): tf.Tensor2D {
   const { n, headDim, cache } = context;
+  const rope = context.model.ops.rope;
+  if (rope) return rope(dy, cache.cos, cache.sin, true);
   const dy3 = tf.reshape(dy, [n, count, headDim]);
   const direct = tf.mul(dy3, cache.cos);
   const viaRotate = context.model.ops.mm(
@@ -178,8 +180,8 @@ function fusedBackward(
   fused: FusedWeight,
 ): tf.Tensor2D {
   const { model, grads } = context;
-  const dy = tf.concat(dys, 1);
-  const dWeights = tf.split(weightGradient(context, x, dy), fused.widths, 1);
+  const dy = model.ops.concatColumns(dys);
+  const dWeights = model.ops.splitColumns(weightGradient(context, x, dy), fused.widths);
   fused.names.forEach((name, index) => {
     grads.set(`${name}.weight`, dWeights[index]!);
     if (model.params.has(`${name}.bias`)) grads.set(`${name}.bias`, model.ops.sumRows(dys[index]!));

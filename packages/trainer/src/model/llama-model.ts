@@ -165,6 +165,7 @@ export class LlamaModel {
     const bias = tf.tensor4d(attentionBias(input), [b, 1, t, t]);
     const scale = 1 / Math.sqrt(headDim);
     const applyRope = (x: tf.Tensor2D, count: number): tf.Tensor2D => {
+      if (ops.rope) return ops.rope(x, cos, sin, false);
       const rotated = ops.mm(tf.reshape(x, [n * count, headDim]), rotate);
       const x3 = tf.reshape(x, [n, count, headDim]);
       const r3 = tf.reshape(rotated, [n, count, headDim]);
@@ -180,7 +181,7 @@ export class LlamaModel {
       let out = ops.mm(x, fused.weight);
       const biases = fused.names.map((name) => this.params.get(`${name}.bias`));
       if (biases.every((bias) => bias !== undefined)) out = tf.add(out, tf.concat(biases, 0));
-      return tf.split(out, fused.widths, 1) as tf.Tensor2D[];
+      return ops.splitColumns(out, fused.widths);
     };
 
     let x: tf.Tensor = ops.gatherRows(
@@ -281,7 +282,7 @@ export class LlamaModel {
     return {
       names,
       widths: weights.map((weight) => weight.shape[1]),
-      weight: tf.concat(weights, 1),
+      weight: this.ops.concatColumns(weights),
     };
   }
 

@@ -2,7 +2,10 @@ import * as tf from '@tensorflow/tfjs-core';
 import { ortMatMulActive, ortMatMulOp } from '../backend/ort-matmul.js';
 import {
   FAST_BATCH_MAT_MUL,
+  FAST_CONCAT_COLUMNS,
   FAST_GATHER_ROWS,
+  FAST_ROPE,
+  FAST_SPLIT_COLUMNS,
   FAST_SUM_ROWS,
   FAST_TRANSPOSE,
 } from '../backend/wasm-kernels.js';
@@ -34,6 +37,16 @@ export type MatMulOps = {
   gatherRows(x: tf.Tensor2D, ids: Int32Array | number[]): tf.Tensor2D;
   /** `tf.sum(x, 0)` for 2-D x. */
   sumRows(x: tf.Tensor2D): tf.Tensor1D;
+  /** `tf.split(x, widths, 1)` for 2-D x. */
+  splitColumns(x: tf.Tensor2D, widths: number[]): tf.Tensor2D[];
+  /** `tf.concat(xs, 1)` for 2-D xs with the same rows (at most 4). */
+  concatColumns(xs: tf.Tensor2D[]): tf.Tensor2D;
+  /**
+   * One-pass rotary embedding of `[n, heads·d]` with `[n, 1, d]` tables: forward
+   * `x·cos + rotate_half(x)·sin`, or with `transpose` its adjoint (backward); undefined where the
+   * model composes it from tfjs ops.
+   */
+  rope?: (x: tf.Tensor2D, cos: tf.Tensor3D, sin: tf.Tensor3D, transpose: boolean) => tf.Tensor2D;
   /** True when transposes are explicit copies (then a transpose shared by products pays off). */
   explicitTranspose: boolean;
 };
@@ -85,6 +98,26 @@ function backendOps(backendName: string): MatMulOps {
     sumRows: has(FAST_SUM_ROWS)
       ? (x) => tf.engine().runKernel(FAST_SUM_ROWS, { x }, {}) as tf.Tensor1D
       : (x) => tf.sum(x, 0),
+    splitColumns: has(FAST_SPLIT_COLUMNS)
+      ? (x, widths) =>
+          tf.engine().runKernel(FAST_SPLIT_COLUMNS, { x }, { widths }) as unknown as tf.Tensor2D[]
+      : (x, widths) => tf.split(x, widths, 1),
+    concatColumns: has(FAST_CONCAT_COLUMNS)
+      ? (xs) =>
+          tf
+            .engine()
+            .runKernel(
+              FAST_CONCAT_COLUMNS,
+              Object.fromEntries(xs.map((x, index) => [`x${index}`, x])),
+              {},
+            ) as tf.Tensor2D
+      : (xs) => tf.concat(xs, 1),
+    ...(has(FAST_ROPE)
+      ? {
+          rope: (x, cos, sin, transpose) =>
+            tf.engine().runKernel(FAST_ROPE, { x, cos, sin }, { transpose }) as tf.Tensor2D,
+        }
+      : {}),
     mm: (a, b) => tf.matMul(a, b),
     mmTN: native ? (a, b) => tf.matMul(a, b, true, false) : (a, b) => tf.matMul(t(a), b),
     mmNT: native ? (a, b) => tf.matMul(a, b, false, true) : (a, b) => tf.matMul(a, t(b)),
