@@ -11,68 +11,62 @@ const WIRE_FIXED64 = 1;
 const WIRE_LENGTH = 2;
 const WIRE_FIXED32 = 5;
 
+const encoder = new TextEncoder();
+const scratch = new DataView(new ArrayBuffer(8));
+
+/** Appends protobuf fields to a growing byte list (numbers 0–255). */
 class Writer {
-  private readonly chunks: Uint8Array[] = [];
-  private length = 0;
+  private readonly bytes: number[] = [];
 
-  private push(bytes: Uint8Array): void {
-    this.chunks.push(bytes);
-    this.length += bytes.length;
-  }
-
-  varint(value: bigint): void {
-    const bytes: number[] = [];
-    let rest = BigInt.asUintN(64, value);
-    do {
-      let byte = Number(rest & 0x7fn);
-      rest >>= 7n;
-      if (rest > 0n) byte |= 0x80;
-      bytes.push(byte);
-    } while (rest > 0n);
-    this.push(Uint8Array.from(bytes));
+  /** Base-128 varint of a non-negative safe integer (no BigInt needed below 2^53). */
+  varint(value: number): void {
+    let rest = value;
+    while (rest >= 0x80) {
+      this.bytes.push((rest % 0x80) | 0x80);
+      rest = Math.floor(rest / 0x80);
+    }
+    this.bytes.push(rest);
   }
 
   key(field: number, wire: number): void {
-    this.varint(BigInt((field << 3) | wire));
+    this.varint((field << 3) | wire);
   }
 
   double(field: number, value: number): void {
     this.key(field, WIRE_FIXED64);
-    const bytes = new Uint8Array(8);
-    new DataView(bytes.buffer).setFloat64(0, value, true);
-    this.push(bytes);
+    scratch.setFloat64(0, value, true);
+    for (let i = 0; i < 8; i++) this.bytes.push(scratch.getUint8(i));
   }
 
   float(field: number, value: number): void {
     this.key(field, WIRE_FIXED32);
-    const bytes = new Uint8Array(4);
-    new DataView(bytes.buffer).setFloat32(0, value, true);
-    this.push(bytes);
+    scratch.setFloat32(0, value, true);
+    for (let i = 0; i < 4; i++) this.bytes.push(scratch.getUint8(i));
   }
 
+  /** int64 of a non-negative safe integer (steps). */
   int64(field: number, value: number): void {
     this.key(field, WIRE_VARINT);
-    this.varint(BigInt(value));
+    this.varint(value);
   }
 
-  bytes(field: number, value: Uint8Array): void {
+  bytesField(field: number, value: ArrayLike<number>): void {
     this.key(field, WIRE_LENGTH);
-    this.varint(BigInt(value.length));
-    this.push(value);
+    this.varint(value.length);
+    for (let i = 0; i < value.length; i++) this.bytes.push(value[i]!);
   }
 
   string(field: number, value: string): void {
-    this.bytes(field, new TextEncoder().encode(value));
+    this.bytesField(field, encoder.encode(value));
+  }
+
+  /** A nested message, written after its length. */
+  message(field: number, nested: Writer): void {
+    this.bytesField(field, nested.bytes);
   }
 
   finish(): Uint8Array {
-    const out = new Uint8Array(this.length);
-    let offset = 0;
-    for (const chunk of this.chunks) {
-      out.set(chunk, offset);
-      offset += chunk.length;
-    }
-    return out;
+    return Uint8Array.from(this.bytes);
   }
 }
 
@@ -95,11 +89,11 @@ export function encodeScalarsEvent(
     const entry = new Writer();
     entry.string(1, tag);
     entry.float(2, value);
-    summary.bytes(1, entry.finish());
+    summary.message(1, entry);
   }
   const event = new Writer();
   event.double(1, wallTime);
   event.int64(2, step);
-  event.bytes(5, summary.finish());
+  event.message(5, summary);
   return event.finish();
 }
