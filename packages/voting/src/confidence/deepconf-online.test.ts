@@ -134,6 +134,16 @@ describe('deepConfOnline', () => {
     ).rejects.toThrow(/options\.consensus/);
   });
 
+  it('should reject a sampler that ignores topLogprobs, naming it', async () => {
+    const plain = new MockSampler({
+      script: (request) =>
+        request.prompts.map(() => Array.from({ length: request.n }, () => mockCompletion('x'))),
+    });
+    await expect(deepConfOnline({ ...base, sampler: plain, maxSamples: 4 })).rejects.toThrow(
+      /options\.sampler.*topLogprobs/,
+    );
+  });
+
   it('should compute percentiles as numpy does (linear interpolation)', () => {
     expect(percentile([1, 2, 3, 4], 90)).toBeCloseTo(3.7, 12);
     expect(percentile([5], 10)).toBe(5);

@@ -121,85 +121,37 @@ export async function deepConfOnline(
   options: DeepConfOnlineOptions,
 ): Promise<DeepConfOnlineResult> {
   const o = readOnlineOptions(options);
-  const completions: Completion[] = [];
-  const answers: (string | null)[] = [];
-  const confidences: (number | null)[] = [];
-  const measure = {
-    measure: 'lowest-group',
-    windowSize: o.windowSize,
-    tailSize: o.windowSize,
-    bottomFraction: 0.1,
-  } as const;
-  let tokensUsed = 0;
-  let calls = 0;
-  let stopThreshold = Number.NaN;
-
-  /** Draws `count` traces (capped by the token budget); false when the token budget is spent. */
-  const draw = async (count: number): Promise<boolean> => {
-    const perSample = Math.min(
-      o.sampling.maxNewTokens,
-      Math.floor((o.maxTokens - tokensUsed) / count),
-    );
-    if (perSample < 1) return false;
-    const seed = o.sampling.seed === undefined ? undefined : o.sampling.seed + calls;
-    calls++;
-    const stop = stopThreshold > 0 ? { windowSize: o.windowSize, threshold: stopThreshold } : null;
-    const drawn = await drawCompletions(
-      o.sampler,
-      o.prompt,
-      count,
-      {
-        ...o.sampling,
-        maxNewTokens: perSample,
-        topLogprobs: o.topLogprobs,
-        ...(stop ? { confidenceStop: stop } : {}),
-        ...(seed === undefined ? {} : { seed }),
-      },
-      o.signal,
-      FN,
-    );
-    for (const completion of drawn) {
-      completions.push(completion);
-      tokensUsed += completion.tokenIds.length;
-      const complete = completion.finishReason !== 'confidence';
-      const tops = completion.topLogprobs ?? [];
-      if (complete && tops.length !== completion.tokenIds.length) {
-        throw new InvalidArgumentError({
-          parameter: 'options.sampler',
-          functionName: FN,
-          value: o.sampler.modelId,
-          expected: `a sampler that returns topLogprobs (one row per token) when asked (got ${tops.length} rows for ${completion.tokenIds.length} tokens)`,
-        });
-      }
-      confidences.push(
-        complete && tops.length > 0 ? summarize(tokenConfidences(tops), measure) : null,
-      );
-      answers.push(complete ? safeExtract(o.extract, completion.text) : null);
-    }
-    return true;
+  const run: OnlineRun = {
+    completions: [],
+    answers: [],
+    confidences: [],
+    tokensUsed: 0,
+    calls: 0,
+    stopThreshold: Number.NaN,
   };
   const tallyNow = () => {
     const kept = new Set<number>();
-    confidences.forEach((confidence, index) => {
-      if (confidence !== null && !(confidence < stopThreshold)) kept.add(index);
+    run.confidences.forEach((confidence, index) => {
+      if (confidence !== null && !(confidence < run.stopThreshold)) kept.add(index);
     });
-    return voteOverKept(completions, confidences, kept, o, answers);
+    return voteOverKept(run.completions, run.confidences, kept, o, run.answers);
   };
 
   const warmupSamples = Math.min(o.warmup, o.maxSamples);
   let stoppedBecause: DeepConfStopReason | undefined;
-  if (!(await draw(warmupSamples))) stoppedBecause = 'token-budget';
-  const warm = confidences.filter((confidence): confidence is number => confidence !== null);
-  stopThreshold = percentile(warm, 100 - o.keepTop);
+  if (!(await drawTraces(run, o, warmupSamples))) stoppedBecause = 'token-budget';
+  const warm = run.confidences.filter((confidence): confidence is number => confidence !== null);
+  run.stopThreshold = percentile(warm, 100 - o.keepTop);
   let result = tallyNow();
   let sampledOnline = false; // consensus is checked after each call that follows the warm-up
   while (!stoppedBecause) {
     throwIfAborted(o.signal, `${FN}()`);
+    const left = o.maxSamples - run.completions.length;
     if (sampledOnline && result.votes > 0 && result.share >= o.consensus)
       stoppedBecause = 'consensus';
-    else if (completions.length >= o.maxSamples) stoppedBecause = 'sample-budget';
-    else if (tokensUsed >= o.maxTokens) stoppedBecause = 'token-budget';
-    else if (!(await draw(Math.min(o.batchSize, o.maxSamples - completions.length))))
+    else if (left <= 0) stoppedBecause = 'sample-budget';
+    else if (run.tokensUsed >= o.maxTokens) stoppedBecause = 'token-budget';
+    else if (!(await drawTraces(run, o, Math.min(o.batchSize, left))))
       stoppedBecause = 'token-budget';
     else {
       sampledOnline = true;
@@ -208,15 +160,80 @@ export async function deepConfOnline(
   }
   return {
     ...result,
-    completions,
-    samplesUsed: completions.length,
-    tokensUsed,
+    completions: run.completions,
+    samplesUsed: run.completions.length,
+    tokensUsed: run.tokensUsed,
     warmupSamples,
-    earlyStopped: completions.filter((completion) => completion.finishReason === 'confidence')
-      .length,
-    stopThreshold,
+    earlyStopped: run.completions.filter((c) => c.finishReason === 'confidence').length,
+    stopThreshold: run.stopThreshold,
     stoppedBecause,
   };
+}
+
+/** The traces drawn so far, their answers and confidences (`null`: never votes). */
+type OnlineRun = {
+  completions: Completion[];
+  answers: (string | null)[];
+  confidences: (number | null)[];
+  tokensUsed: number;
+  calls: number;
+  /** s, once the warm-up is done (`NaN` before: no stop). */
+  stopThreshold: number;
+};
+
+/**
+ * Draws `count` traces into `run` (with the confidence stop once s is set), capping each trace's
+ * tokens by the token budget; false when the budget cannot give each trace a token.
+ */
+async function drawTraces(run: OnlineRun, o: ResolvedOnline, count: number): Promise<boolean> {
+  const perSample = Math.min(
+    o.sampling.maxNewTokens,
+    Math.floor((o.maxTokens - run.tokensUsed) / count),
+  );
+  if (perSample < 1) return false;
+  const seed = o.sampling.seed === undefined ? undefined : o.sampling.seed + run.calls;
+  run.calls++;
+  const stop =
+    run.stopThreshold > 0 ? { windowSize: o.windowSize, threshold: run.stopThreshold } : null;
+  const drawn = await drawCompletions(
+    o.sampler,
+    o.prompt,
+    count,
+    {
+      ...o.sampling,
+      maxNewTokens: perSample,
+      topLogprobs: o.topLogprobs,
+      ...(stop ? { confidenceStop: stop } : {}),
+      ...(seed === undefined ? {} : { seed }),
+    },
+    o.signal,
+    FN,
+  );
+  const measure = {
+    measure: 'lowest-group',
+    windowSize: o.windowSize,
+    tailSize: o.windowSize,
+    bottomFraction: 0.1,
+  } as const;
+  for (const completion of drawn) {
+    run.completions.push(completion);
+    run.tokensUsed += completion.tokenIds.length;
+    const complete = completion.finishReason !== 'confidence';
+    const tops = completion.topLogprobs ?? [];
+    if (complete && tops.length !== completion.tokenIds.length) {
+      throw new InvalidArgumentError({
+        parameter: 'options.sampler',
+        functionName: FN,
+        value: o.sampler.modelId,
+        expected: `a sampler that returns topLogprobs (one row per token) when asked (got ${tops.length} rows for ${completion.tokenIds.length} tokens)`,
+      });
+    }
+    run.confidences.push(
+      complete && tops.length > 0 ? summarize(tokenConfidences(tops), measure) : null,
+    );
+    run.answers.push(complete ? safeExtract(o.extract, completion.text) : null);
+  }
+  return true;
 }
 
 type ResolvedOnline = {
