@@ -63,7 +63,7 @@ describe.each(['optimum', 'loop'] as const)(
       );
       expect(result.stopThreshold).toBeCloseTo(s, 12);
       expect(result.earlyStopped).toBeGreaterThan(0);
-    expect(result.samplesUsed).toBeGreaterThan(8);
+      expect(result.samplesUsed).toBeGreaterThan(8);
       for (const [index, completion] of result.completions.entries()) {
         expect(completion.topLogprobs).toHaveLength(completion.tokenIds.length);
         if (completion.finishReason === 'confidence') {
