@@ -156,16 +156,17 @@ function fastGatherRows(args: { inputs: tf.NamedTensorInfoMap; backend: unknown 
   const backend = args.backend as WasmBackendInternals;
   const x = args.inputs.x!;
   const indices = args.inputs.indices!;
-  const [rows, cols] = x.shape as [number, number];
+  const cols = x.shape[1]!;
   const count = indices.shape[0]!;
   const out = backend.makeOutput([count, cols], 'float32');
-  const source = heapView(backend, x, rows * cols);
-  const target = heapView(backend, out, count * cols);
+  const heap = new Float32Array(backend.wasm.HEAPU8.buffer);
+  const source = backend.dataIdMap.get(x.dataId).memoryOffset / 4;
+  const target = backend.dataIdMap.get(out.dataId).memoryOffset / 4;
   const indexOffset = backend.dataIdMap.get(indices.dataId).memoryOffset;
   const index = new Int32Array(backend.wasm.HEAPU8.buffer, indexOffset, count);
   for (let row = 0; row < count; row++) {
-    const start = index[row]! * cols;
-    target.set(source.subarray(start, start + cols), row * cols);
+    const start = source + index[row]! * cols;
+    heap.copyWithin(target + row * cols, start, start + cols);
   }
   return out;
 }
@@ -184,13 +185,14 @@ function fastSplitColumns(args: {
   const widths = args.attrs!.widths as number[];
   const [rows, cols] = x.shape as [number, number];
   const outs = widths.map((width) => backend.makeOutput([rows, width], 'float32'));
-  const source = heapView(backend, x, rows * cols);
+  const heap = new Float32Array(backend.wasm.HEAPU8.buffer);
+  const source = backend.dataIdMap.get(x.dataId).memoryOffset / 4;
   let start = 0;
   widths.forEach((width, index) => {
-    const target = heapView(backend, outs[index]!, rows * width);
+    const target = backend.dataIdMap.get(outs[index]!.dataId).memoryOffset / 4;
     for (let row = 0; row < rows; row++) {
-      const from = row * cols + start;
-      target.set(source.subarray(from, from + width), row * width);
+      const from = source + row * cols + start;
+      heap.copyWithin(target + row * width, from, from + width);
     }
     start += width;
   });
@@ -209,13 +211,15 @@ function fastConcatColumns(args: {
   const rows = parts[0]!.shape[0]!;
   const cols = parts.reduce((sum, part) => sum + part.shape[1]!, 0);
   const out = backend.makeOutput([rows, cols], 'float32');
-  const target = heapView(backend, out, rows * cols);
+  const heap = new Float32Array(backend.wasm.HEAPU8.buffer);
+  const target = backend.dataIdMap.get(out.dataId).memoryOffset / 4;
   let start = 0;
   for (const part of parts) {
     const width = part.shape[1]!;
-    const source = heapView(backend, part, rows * width);
+    const source = backend.dataIdMap.get(part.dataId).memoryOffset / 4;
     for (let row = 0; row < rows; row++) {
-      target.set(source.subarray(row * width, (row + 1) * width), row * cols + start);
+      const from = source + row * width;
+      heap.copyWithin(target + row * cols + start, from, from + width);
     }
     start += width;
   }
@@ -248,18 +252,21 @@ function fastRope(args: {
   for (let token = 0; token < n; token++) {
     const table = token * d;
     for (let base = token * width; base < (token + 1) * width; base += d) {
-      for (let i = 0; i < d; i++) {
-        const direct = round(x[base + i]! * cos[table + i]!);
-        let rotated: number;
-        if (!transpose) {
-          const partner = i < half ? -x[base + i + half]! : x[base + i - half]!;
-          rotated = round(partner * sin[table + i]!);
-        } else if (i < half) {
-          rotated = round(x[base + i + half]! * sin[table + i + half]!);
+      for (let i = 0; i < half; i++) {
+        const low = base + i;
+        const high = low + half;
+        const c0 = cos[table + i]!;
+        const c1 = cos[table + half + i]!;
+        const s0 = sin[table + i]!;
+        const s1 = sin[table + half + i]!;
+        if (transpose) {
+          // adjoint of rotate_half: [a, b] -> [b, -a], applied to x·sin
+          y[low] = round(x[low]! * c0) + round(x[high]! * s1);
+          y[high] = round(x[high]! * c1) - round(x[low]! * s0);
         } else {
-          rotated = -round(x[base + i - half]! * sin[table + i - half]!);
+          y[low] = round(x[low]! * c0) + round(-x[high]! * s0);
+          y[high] = round(x[high]! * c1) + round(x[low]! * s1);
         }
-        y[base + i] = direct + rotated;
       }
     }
   }
