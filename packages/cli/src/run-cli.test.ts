@@ -348,4 +348,50 @@ describe('runCli', () => {
     const unknown = await cli(...args, '--set', 'traces.samples=3');
     expect(unknown.stderr).toContain(`config key 'traces.samples' (in --set): unknown key`);
   });
+
+  it('should stop at a safe point on Ctrl-C and continue with --resume without duplicate rows', async () => {
+    const out = at('runs/interrupted');
+    const args = [
+      'sft',
+      '--config',
+      at('sft.yaml'),
+      '--set',
+      `model=${at('model')}`,
+      '--set',
+      `dataset.path=${at('data/train.jsonl')}`,
+    ];
+    const settings = [
+      '--set',
+      `outputDir=${out}`,
+      '--set',
+      'epochs=20',
+      '--set',
+      'saveEvery=3',
+      '--report-to',
+      'jsonl',
+      '-q',
+    ];
+    const metrics = join(out, 'metrics.jsonl');
+    const running = cli(...args, ...settings);
+    for (
+      let i = 0;
+      i < 600 && !(existsSync(metrics) && readFileSync(metrics, 'utf8').split('\n').length > 5);
+      i++
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    process.emit('SIGINT');
+    const stopped = await running;
+    expect(stopped).toMatchObject({ code: 130, stderr: expect.stringContaining('--resume') });
+    const before = readFileSync(metrics, 'utf8').trim().split('\n').length;
+    expect(before).toBeGreaterThan(4);
+    expect(before).toBeLessThan(120);
+    const resumed = await cli(...args, ...settings, '--resume');
+    expect(resumed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^sft: 120 steps/) });
+    const steps = readFileSync(metrics, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { step: number }).step);
+    expect(steps).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+  });
 });

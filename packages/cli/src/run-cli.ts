@@ -43,8 +43,8 @@ function mainHelp(): string {
   ].join('\n');
 }
 
-/** Exit codes: 0 success, 1 a run failed (data, model, training), 2 bad usage or config. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+/** Exit codes: 0 success, 1 a run failed (data, model, training), 2 bad usage or config, 130 stopped by Ctrl-C. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
 
 function isUsageError(error: unknown): boolean {
   if (ConfigError.isInstance(error)) return true;
@@ -81,6 +81,10 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
   try {
     return await runCommand(command, rest, io);
   } catch (error) {
+    if (RlvrError.isInstance(error) && error.code === 'ABORTED') {
+      io.stderr(`rlvr ${command.name}: stopped; continue with the same command and --resume\n`);
+      return EXIT.interrupted;
+    }
     const message = error instanceof Error ? error.message : String(error);
     const cause =
       error instanceof Error &&

@@ -16,7 +16,8 @@ import {
   selectTrainingBackend,
 } from '../model/resolve-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
-import type { Command } from './command.js';
+import type { Command, CommandContext } from './command.js';
+import { onInterrupt } from './interrupt.js';
 import { checkRunFolder, outputDirOf, saveRunModel, writeRunConfig } from './run-folder.js';
 
 /** Keys of `rlvr grpo`'s config besides @rlvr/trainer's `GrpoConfig` keys. */
@@ -95,94 +96,108 @@ maxSteps: 20
 maxNewTokens: 32
 groupSize: 8`,
   async run(context) {
-    const { config, io } = context;
-    const values = config.values;
-    const source = (key: string) => config.origins.get(key) ?? config.file;
-    const outputDir = outputDirOf(config);
-    const resume = values.resume === true || typeof values.resume === 'string';
-    const reportTo = parseReportTo(values.reportTo, source('reportTo'));
-    checkRunFolder(outputDir, { overwrite: context.overwrite, resume });
-    const rewards = await resolveRewards(values.rewards, source('rewards'));
-    const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
-    const dataset = toPromptRecords(
-      await loadDataset(values.dataset, {
-        need: ['prompt'],
-        ...(tokenizer ? { chat: tokenizer } : {}),
-        source: source('dataset'),
-      }),
-    );
-    await selectTrainingBackend(values.backend);
-    const model = await createLlamaModel(checkpoint);
-    const sampler = await createSampler(
-      checkpoint,
-      values.sampler as Record<string, unknown> | undefined,
-    );
-    let grpo: Awaited<ReturnType<typeof createGrpoTrainer>> | undefined;
-    let sinks: Awaited<ReturnType<typeof openSinks>> | undefined;
-    let writer: ReturnType<typeof sequentialWriter> | undefined;
-    const grpoConfig = trainerConfig(values, config.origins);
-    const bar = { current: startProgress('grpo', 0, false) };
-    try {
-      // Sinks create their files on the first record: opening them first writes nothing.
-      sinks = await openSinks({
-        reportTo,
-        dir: outputDir,
-        skipJsonl: true,
-        overwrite: context.overwrite,
-        resume,
-        quiet: context.quiet,
-        print: (line) => io.stderr(`${line}\n`),
-      });
-      writer = sequentialWriter(sinks);
-      grpo = await createGrpoTrainer({
-        model,
-        sampler,
-        dataset,
-        rewards,
-        config: grpoConfig,
-        ...(tokenizer ? { tokenizer } : {}),
-        ...(resume ? { resume: typeof values.resume === 'string' ? values.resume : true } : {}),
-        ...(context.overwrite && !resume ? { overwrite: true } : {}),
-        ...(values.acceptConfigChanges === true ? { acceptConfigChanges: true } : {}),
-        onLog: (message) => {
-          if (!context.quiet) io.stderr(`${message}\n`);
-        },
-        onStep: (record) => {
-          writer!.push({ ...record, phase: record.phase ?? 'train' });
-          bar.current.update(
-            record.step,
-            `reward ${(record.metrics['reward/mean'] ?? 0).toFixed(3)} loss ${(record.metrics.loss ?? 0).toExponential(2)}`,
-          );
-        },
-      }).catch((error: unknown) => {
-        throw attributeError(error, config);
-      });
-      await writeRunConfig(outputDir, 'grpo', config);
-      bar.current = startProgress(
-        'grpo',
-        grpoConfig.maxSteps,
-        context.progress,
-        grpo.completedSteps,
-      );
-      const result = await grpo.train();
-      bar.current.stop();
-      await writer!.done();
-      const modelDir = await saveRunModel(outputDir, {
-        ...checkpoint,
-        tensors: model.toCheckpoint().tensors,
-      });
-      const last = result.last?.metrics ?? {};
-      io.stdout(
-        `grpo: ${result.steps} steps, reward/mean ${(last['reward/mean'] ?? Number.NaN).toFixed(4)}; model saved to ${modelDir}\n`,
-      );
-      return 0;
-    } finally {
-      bar.current.stop();
-      await writer?.done().catch(() => undefined); // a failed run: its error is the one reported
-      await sinks?.close();
-      await sampler.close();
-      grpo?.dispose();
-      model.dispose();
-    }
+    return trainGrpo(context, await prepareGrpo(context));
   },
 };
+
+/** Everything a GRPO run needs, read and checked before anything is written. */
+async function prepareGrpo(context: CommandContext) {
+  const { config } = context;
+  const values = config.values;
+  const source = (key: string) => config.origins.get(key) ?? config.file;
+  const outputDir = outputDirOf(config);
+  const resume = values.resume === true || typeof values.resume === 'string';
+  const reportTo = parseReportTo(values.reportTo, source('reportTo'));
+  checkRunFolder(outputDir, { overwrite: context.overwrite, resume });
+  const rewards = await resolveRewards(values.rewards, source('rewards'));
+  const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
+  const dataset = toPromptRecords(
+    await loadDataset(values.dataset, {
+      need: ['prompt'],
+      ...(tokenizer ? { chat: tokenizer } : {}),
+      source: source('dataset'),
+    }),
+  );
+  await selectTrainingBackend(values.backend);
+  return { outputDir, resume, reportTo, rewards, checkpoint, tokenizer, dataset };
+}
+
+/**
+ * Runs GrpoTrainer to `maxSteps`: metrics to the sinks through `onStep`, a progress bar, the final
+ * policy to `<outputDir>/model`. Ctrl-C stops between phases (nothing half-written); `--resume`
+ * continues from the newest checkpoint.
+ */
+async function trainGrpo(
+  context: CommandContext,
+  run: Awaited<ReturnType<typeof prepareGrpo>>,
+): Promise<number> {
+  const { config, io } = context;
+  const values = config.values;
+  const { outputDir, resume, checkpoint, tokenizer } = run;
+  const model = await createLlamaModel(checkpoint);
+  const sampler = await createSampler(
+    checkpoint,
+    values.sampler as Record<string, unknown> | undefined,
+  );
+  // Sinks create their files on the first record: opening them first writes nothing.
+  const sinks = await openSinks({
+    reportTo: run.reportTo,
+    dir: outputDir,
+    skipJsonl: true,
+    overwrite: context.overwrite,
+    resume,
+    quiet: context.quiet,
+    print: (line) => io.stderr(`${line}\n`),
+  });
+  const writer = sequentialWriter(sinks);
+  const grpoConfig = trainerConfig(values, config.origins);
+  let bar = startProgress('grpo', 0, false);
+  const interrupt = onInterrupt();
+  let grpo: Awaited<ReturnType<typeof createGrpoTrainer>> | undefined;
+  try {
+    grpo = await createGrpoTrainer({
+      model,
+      sampler,
+      dataset: run.dataset,
+      rewards: run.rewards,
+      config: grpoConfig,
+      ...(tokenizer ? { tokenizer } : {}),
+      ...(resume ? { resume: typeof values.resume === 'string' ? values.resume : true } : {}),
+      ...(context.overwrite && !resume ? { overwrite: true } : {}),
+      ...(values.acceptConfigChanges === true ? { acceptConfigChanges: true } : {}),
+      onLog: (message) => {
+        if (!context.quiet) io.stderr(`${message}\n`);
+      },
+      onStep: (record) => {
+        writer.push({ ...record, phase: record.phase ?? 'train' });
+        const { metrics } = record;
+        bar.update(
+          record.step,
+          `reward ${(metrics['reward/mean'] ?? 0).toFixed(3)} loss ${(metrics.loss ?? 0).toExponential(2)}`,
+        );
+      },
+    }).catch((error: unknown) => {
+      throw attributeError(error, config);
+    });
+    await writeRunConfig(outputDir, 'grpo', config);
+    bar = startProgress('grpo', grpoConfig.maxSteps, context.progress, grpo.completedSteps);
+    const result = await grpo.train({ signal: interrupt.signal });
+    bar.stop();
+    await writer.done();
+    const tensors = model.toCheckpoint().tensors;
+    const modelDir = await saveRunModel(outputDir, { ...checkpoint, tensors });
+    const reward = result.last?.metrics['reward/mean'] ?? Number.NaN;
+    io.stdout(
+      `grpo: ${result.steps} steps, reward/mean ${reward.toFixed(4)}; model saved to ${modelDir}\n`,
+    );
+    return 0;
+  } finally {
+    interrupt.dispose();
+    bar.stop();
+    await writer.done().catch(() => undefined); // a failed run: its error is the one reported
+    await sinks.close();
+    await sampler.close();
+    grpo?.dispose();
+    model.dispose();
+  }
+}

@@ -1,13 +1,15 @@
+import { existsSync } from 'node:fs';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { validateInteger } from '@rlvr/core';
-import type { DistillLoss, TraceRecord } from '@rlvr/distill';
+import { type MetricRecord, validateInteger } from '@rlvr/core';
+import type { DistillLoss, DistillStepRecord, TraceRecord } from '@rlvr/distill';
 import { distillStudent, loadDistillCheckpoint } from '@rlvr/distill';
 import type { Checkpoint } from '@rlvr/model';
 import { createLlamaModel, createPolicyTrainer, type PolicyTrainerOptions } from '@rlvr/trainer';
-import { attributeError } from '../config/load-config.js';
 import { startProgress } from '../logging/progress.js';
-import { openSinks, parseReportTo, sequentialWriter } from '../logging/sinks.js';
+import { openSinks, parseReportTo, SINK_FILES, sequentialWriter } from '../logging/sinks.js';
 import type { CommandContext } from './command.js';
+import { onInterrupt } from './interrupt.js';
 import { saveRunModel, writeRunConfig } from './run-folder.js';
 
 /** @rlvr/trainer `PolicyTrainerOptions` keys a student-training config may set. */
@@ -40,12 +42,8 @@ function trainerOptions(values: Record<string, unknown>, totalSteps: number): Po
   return out as PolicyTrainerOptions;
 }
 
-/**
- * Trains a student on traces with @rlvr/distill's `distillStudent` (SFT or logit distillation)
- * on a @rlvr/trainer `PolicyTrainer`: checkpoints to `<outputDir>/checkpoint` every `saveEvery`
- * steps, metrics to the `reportTo` sinks, the final model to `<outputDir>/model`.
- */
-export async function trainStudent(options: {
+/** Options of {@link trainStudent}. */
+export type TrainStudentOptions = {
   context: CommandContext;
   phase: 'sft' | 'distill';
   student: Checkpoint;
@@ -54,22 +52,77 @@ export async function trainStudent(options: {
   loss: DistillLoss;
   outputDir: string;
   resume: boolean;
-}): Promise<{ steps: number; lastLoss: number; modelDir: string }> {
-  const { context, outputDir } = options;
+};
+
+/** The metrics record of one distillStudent step, as every sink takes it. */
+function stepRecord(record: DistillStepRecord, phase: string, elapsedMs: number): MetricRecord {
+  return {
+    step: record.step,
+    elapsedMs,
+    phase,
+    metrics: {
+      loss: record.loss,
+      learning_rate: record.learningRate,
+      grad_norm: record.gradNorm,
+      tokens: record.tokens,
+      epoch: record.epoch,
+      'time/step_ms': record.timeMs,
+    },
+  };
+}
+
+/** The loop settings of a student run, checked (errors name the config key). */
+function loopSettings(values: Record<string, unknown>, traces: number) {
+  const epochs = validateInteger(values.epochs, { parameter: 'epochs', min: 1 });
+  const batchSize = validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+  const totalSteps = Math.ceil(traces / batchSize) * epochs;
+  const saveEvery =
+    values.saveEvery === undefined
+      ? totalSteps
+      : validateInteger(values.saveEvery, { parameter: 'saveEvery', min: 1 });
+  return { epochs, batchSize, totalSteps, saveEvery };
+}
+
+/**
+ * Resuming: the steps after the checkpoint are trained (and logged) again, so their lines are cut
+ * from `metrics.jsonl`, as GrpoTrainer does with its logs (atomic rewrite: temporary file, rename).
+ * @internal exported for its test
+ */
+export async function cutMetricsAfter(dir: string, step: number): Promise<void> {
+  const path = join(dir, SINK_FILES.jsonl);
+  if (!existsSync(path)) return;
+  const lines = (await readFile(path, 'utf8')).split('\n').filter((line) => line.trim() !== '');
+  const kept = lines.filter((line) => {
+    try {
+      return (JSON.parse(line) as { step?: number }).step! <= step;
+    } catch {
+      return false; // a torn last line
+    }
+  });
+  if (kept.length === lines.length) return;
+  const temporary = `${path}.tmp-${process.pid}`;
+  await writeFile(temporary, kept.map((line) => `${line}\n`).join(''));
+  await rename(temporary, path);
+}
+
+/**
+ * Trains a student on traces with @rlvr/distill's `distillStudent` (SFT or logit distillation)
+ * on a @rlvr/trainer `PolicyTrainer`: checkpoints to `<outputDir>/checkpoint` every `saveEvery`
+ * steps, metrics to the `reportTo` sinks, the final model to `<outputDir>/model`. Ctrl-C stops
+ * before the next step; `--resume` continues from the checkpoint.
+ */
+export async function trainStudent(
+  options: TrainStudentOptions,
+): Promise<{ steps: number; lastLoss: number; modelDir: string }> {
+  const { context, outputDir, phase } = options;
   const { config, io } = context;
   const values = config.values;
   const reportTo = parseReportTo(values.reportTo, config.origins.get('reportTo') ?? config.file);
+  const loop = loopSettings(values, options.traces.length);
   const checkpointDir = join(outputDir, STUDENT_CHECKPOINT_DIR);
   const saved = options.resume ? await loadDistillCheckpoint(checkpointDir) : undefined;
   const model = await createLlamaModel(saved?.checkpoint ?? options.student);
-  const epochs = validateInteger(values.epochs, { parameter: 'epochs', min: 1 });
-  const batchSize = validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
-  if (values.saveEvery !== undefined)
-    validateInteger(values.saveEvery, { parameter: 'saveEvery', min: 1 });
-  const totalSteps = Math.max(
-    1,
-    Math.ceil(options.traces.length / Math.max(1, batchSize)) * Math.max(1, epochs),
-  );
+  if (saved) await cutMetricsAfter(outputDir, saved.resumeFrom.step);
   const sinks = await openSinks({
     reportTo,
     dir: outputDir,
@@ -78,71 +131,47 @@ export async function trainStudent(options: {
     quiet: context.quiet,
     print: (line) => io.stderr(`${line}\n`),
   });
-  const bar = startProgress(
-    options.phase,
-    totalSteps,
-    context.progress,
-    saved?.resumeFrom.step ?? 0,
-  );
-  const started = performance.now();
   const writer = sequentialWriter(sinks);
+  const bar = startProgress(phase, loop.totalSteps, context.progress, saved?.resumeFrom.step ?? 0);
+  const interrupt = onInterrupt();
+  const started = performance.now();
   let configWritten: Promise<{ error: unknown } | undefined> | undefined;
   let trainer: Awaited<ReturnType<typeof createPolicyTrainer>> | undefined;
   try {
-    const run = async () => {
-      trainer = await createPolicyTrainer(model, trainerOptions(values, totalSteps));
-      return distillStudent({
-        trainer,
-        traces: options.traces,
-        encodePrompt: options.encodePrompt,
-        loss: options.loss,
-        epochs,
-        batchSize,
-        ...(values.pack === undefined ? {} : { pack: values.pack as boolean }),
-        ...(values.seed === undefined ? {} : { seed: values.seed as number }),
-        checkpoint: {
-          dir: checkpointDir,
-          every: (values.saveEvery as number | undefined) ?? totalSteps,
-        },
-        ...(saved ? { resumeFrom: checkpointDir } : {}),
-        ...(context.overwrite && !saved ? { overwrite: true } : {}),
-        progress: false,
-        onStep: (record) => {
-          // The options were validated before the first step: only now is anything written.
-          configWritten ??= writeRunConfig(outputDir, options.phase, config).then(
-            () => undefined,
-            (error: unknown) => ({ error }),
-          );
-          writer.push({
-            step: record.step,
-            elapsedMs: performance.now() - started,
-            phase: options.phase,
-            metrics: {
-              loss: record.loss,
-              learning_rate: record.learningRate,
-              grad_norm: record.gradNorm,
-              tokens: record.tokens,
-              epoch: record.epoch,
-              'time/step_ms': record.timeMs,
-            },
-          });
-          bar.update(record.step, `loss ${record.loss.toFixed(4)}`);
-        },
-      });
-    };
-    const result = await run().catch((error: unknown) => {
-      throw attributeError(error, config);
+    trainer = await createPolicyTrainer(model, trainerOptions(values, loop.totalSteps));
+    const result = await distillStudent({
+      trainer,
+      traces: options.traces,
+      encodePrompt: options.encodePrompt,
+      loss: options.loss,
+      epochs: loop.epochs,
+      batchSize: loop.batchSize,
+      ...(values.pack === undefined ? {} : { pack: values.pack as boolean }),
+      ...(values.seed === undefined ? {} : { seed: values.seed as number }),
+      checkpoint: { dir: checkpointDir, every: loop.saveEvery },
+      ...(saved ? { resumeFrom: checkpointDir } : {}),
+      ...(context.overwrite && !saved ? { overwrite: true } : {}),
+      progress: false,
+      signal: interrupt.signal,
+      onStep: (record) => {
+        // The options were validated before the first step: only now is anything written.
+        configWritten ??= writeRunConfig(outputDir, phase, config).then(
+          () => undefined,
+          (error: unknown) => ({ error }),
+        );
+        writer.push(stepRecord(record, phase, performance.now() - started));
+        bar.update(record.step, `loss ${record.loss.toFixed(4)}`);
+      },
     });
     bar.stop();
     const failed = await configWritten;
     if (failed) throw failed.error;
     await writer.done();
-    const modelDir = await saveRunModel(outputDir, {
-      ...options.student,
-      tensors: model.toCheckpoint().tensors,
-    });
+    const tensors = model.toCheckpoint().tensors;
+    const modelDir = await saveRunModel(outputDir, { ...options.student, tensors });
     return { steps: result.steps, lastLoss: result.history.at(-1)?.loss ?? Number.NaN, modelDir };
   } finally {
+    interrupt.dispose();
     bar.stop();
     await writer.done().catch(() => undefined); // a failed run: its error is the one reported
     await sinks.close();
