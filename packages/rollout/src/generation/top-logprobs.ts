@@ -17,28 +17,27 @@ export function topLogprobsOf(
   k: number,
 ): TopLogprob[] {
   const count = Math.min(k, size);
-  let max = -Infinity;
-  for (let index = 0; index < size; index++) {
-    const value = logits[offset + index]!;
-    if (value > max) max = value;
-  }
-  let sum = 0;
-  for (let index = 0; index < size; index++) sum += Math.exp(logits[offset + index]! - max);
-  const logSum = max + Math.log(sum);
-  // insertion into a sorted buffer of `count` ids: ids arrive ascending, so a later id only
-  // passes an earlier one with a strictly larger logit (ties stay with the lower id)
+  // one pass selects the top `count` ids into a sorted buffer: ids arrive ascending, so a later id
+  // only passes an earlier one with a strictly larger logit (ties stay with the lower id)
   const ids = new Int32Array(count);
   let filled = 0;
+  let worst = Number.NEGATIVE_INFINITY;
   for (let index = 0; index < size; index++) {
     const value = logits[offset + index]!;
-    if (filled === count && !(value > logits[offset + ids[count - 1]!]!)) continue;
+    if (filled === count && !(value > worst)) continue;
     let at = filled < count ? filled++ : count - 1;
     while (at > 0 && value > logits[offset + ids[at - 1]!]!) {
       ids[at] = ids[at - 1]!;
       at--;
     }
     ids[at] = index;
+    if (filled === count) worst = logits[offset + ids[count - 1]!]!;
   }
+  // the best id holds the maximum: one more pass for the normalizer
+  const max = logits[offset + ids[0]!]!;
+  let sum = 0;
+  for (let index = 0; index < size; index++) sum += Math.exp(logits[offset + index]! - max);
+  const logSum = max + Math.log(sum);
   return Array.from(ids, (tokenId) => ({ tokenId, logprob: logits[offset + tokenId]! - logSum }));
 }
 
