@@ -1,12 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Completion } from '@rlvr/core';
 import { loadCheckpoint } from '@rlvr/model';
 import { createOnnxSampler } from '@rlvr/rollout';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
+import type { VersionedCompletion } from '../protocol.js';
 import { createQueueSampler } from '../sampler/queue-sampler.js';
 import { createPerJobSampler } from '../sampler/run-job.js';
 import {
@@ -60,6 +62,19 @@ function sharedQueue(): Promise<string> {
   return shared;
 }
 
+/** The policy versions the completions report. */
+const versions = (groups: Completion[][]) => [
+  ...new Set(groups.flat().map((completion) => (completion as VersionedCompletion).policyVersion)),
+];
+/** The completions without the version the workers add (what an in-process sampler returns). */
+const plain = (groups: Completion[][]) =>
+  groups.map((group) =>
+    group.map((completion) => {
+      const { policyVersion: _, ...rest } = completion as VersionedCompletion;
+      return rest;
+    }),
+  );
+
 const REQUEST = {
   prompts: ['1+2=', '3+4=', '5+5='],
   n: 4,
@@ -77,7 +92,8 @@ describe('rlvr-worker rollout', () => {
     const local = createPerJobSampler(onnx);
     try {
       const remote = await sampler.sample(REQUEST);
-      expect(remote).toEqual(await local.sample(REQUEST));
+      expect(versions(remote)).toEqual([0]); // each completion reports the weights that sampled it
+      expect(plain(remote)).toEqual(await local.sample(REQUEST));
       expect(remote.flat().map((completion) => completion.finishReason)).not.toContain('abort');
 
       // a new policy: every tensor scaled; workers load it from the weight folder by digest
@@ -88,7 +104,8 @@ describe('rlvr-worker rollout', () => {
       await sampler.updateWeights!({ step: 1, tensors });
       await local.updateWeights!({ step: 1, tensors });
       const after = await sampler.sample(REQUEST);
-      expect(after).toEqual(await local.sample(REQUEST));
+      expect(versions(after)).toEqual([1]);
+      expect(plain(after)).toEqual(await local.sample(REQUEST));
       expect(after).not.toEqual(remote);
 
       // one job per group: batched on one worker, reproduced by the same plan in-process
@@ -102,7 +119,7 @@ describe('rlvr-worker rollout', () => {
       try {
         await grouped.updateWeights!({ step: 1, tensors });
         const byGroup = await grouped.sample(REQUEST);
-        expect(byGroup).toEqual(await localGrouped.sample(REQUEST));
+        expect(plain(byGroup)).toEqual(await localGrouped.sample(REQUEST));
         expect(byGroup.map((group) => group.length)).toEqual([4, 4, 4]);
       } finally {
         await grouped.close();
@@ -134,7 +151,7 @@ describe('rlvr-worker rollout', () => {
       await doomed.stop(); // SIGKILL to the worker's process group (its sandboxed child included)
       await start(queue, ...fast);
       const groups = await pending;
-      expect(groups).toEqual(await local.sample(REQUEST)); // every group, each completion once
+      expect(plain(groups)).toEqual(await local.sample(REQUEST)); // every group, each completion once
       const retried = await inspect.getJob(active!);
       expect(await retried!.getState()).toBe('completed');
       expect(retried!.stalledCounter).toBe(1); // it ran again after the kill
