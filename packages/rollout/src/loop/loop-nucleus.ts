@@ -6,6 +6,9 @@ export const NUCLEUS_BUCKETS = 1024;
 /** Below `max − 128` a weight `exp(z − max)` is 0 in float32: such tokens never bound a nucleus. */
 const WEIGHTLESS = 128;
 
+/** ONNX `TensorProto.INT32` (not in @rlvr/model's OnnxDataType): bucket ids take half the bytes. */
+const INT32 = 6;
+
 /** The most negative float32, for entries left out of the candidate sort. */
 const LOWEST_FLOAT = -3.4028234663852886e38;
 
@@ -45,8 +48,8 @@ export function emitHistogramNucleus(
   ]);
   const span = c.op('Max', [c.op('Sub', [max, lowest]), g.float([1e-30])]);
   const position = c.op('Mul', [c.op('Sub', [z, lowest]), c.op('Div', [g.float([buckets]), span])]);
-  const clamped = c.op('Min', [c.op('Max', [position, g.float([0])]), g.float([buckets - 1])]);
-  const bucket = c.op('Cast', [clamped], { to: INT64 }); // [R, V], truncation = floor here
+  const clamped = c.op('Clip', [position, g.float([0]), g.float([buckets - 1])]);
+  const bucket = c.op('Cast', [clamped], { to: INT32 }); // [R, V], truncation = floor here
   const rowsByBuckets = c.op(
     'Concat',
     [c.op('Slice', [c.op('Shape', [z]), g.int64([0]), g.int64([1])]), g.int64([buckets])],
@@ -66,7 +69,7 @@ export function emitHistogramNucleus(
   );
   const chosen = c.op('Min', [reaching, g.int64([buckets - 1], [1, 1])]); // [R, 1]
   const massAbove = c.op('GatherElements', [above, chosen], { axis: 1 });
-  const inBucket = c.op('Equal', [bucket, chosen]);
+  const inBucket = c.op('Equal', [bucket, c.op('Cast', [chosen], { to: INT32 })]);
   const perRow = c.op('ReduceSum', [c.op('Cast', [inBucket], { to: INT64 }), axis1], {
     keepdims: 1,
   });

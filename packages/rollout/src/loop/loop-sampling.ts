@@ -47,19 +47,18 @@ function emitIf(
 }
 
 /**
- * How the top-p boundary over the whole vocabulary is found when the best `cheap_size` tokens do
- * not hold every row's nucleus: `search` (default) sorts only the tokens of one histogram bucket
- * ({@link emitHistogramNucleus}); `sort` sorts the best `middle_size`, then the whole vocabulary
- * (the previous implementation, kept for tests). @internal
+ * How the top-p boundary over the whole vocabulary is found: `search` (default) sorts only the
+ * tokens of one histogram bucket ({@link emitHistogramNucleus}); `sort` sorts the best
+ * `cheap_size`, `middle_size`, then the whole vocabulary, as far as needed (the previous
+ * implementation, kept for tests). @internal
  */
 export type NucleusMethod = 'search' | 'sort';
 
 /**
  * Emits in-graph sampling for one step: repetition penalty → temperature → top-k → exact top-p
- * (the nucleus of the sorted `list_size` tokens, ties to the lower id; only the best `cheap_size`
- * are sorted when they already hold the nucleus of every row, else over the whole vocabulary a
- * histogram search sorts only the tokens at the boundary — see {@link NucleusMethod}; a top-k list
- * sorts `middle_size`, then all of its `list_size`) →
+ * (the nucleus of the sorted `list_size` tokens, ties to the lower id: over the whole vocabulary
+ * a histogram search sorts only the tokens at the boundary — see {@link NucleusMethod}; a top-k
+ * list sorts its best `cheap_size`, `middle_size`, then all, as far as every row's nucleus needs) →
  * min-p, then one draw by inverse CDF over ascending token ids with `uniform` `[R,1]` — the rules of
  * `DistributionBuilder`, in float32. Each combination of options is its own `If` branch, so that
  * only small `[R,1]` values cross branch boundaries (no copies of `[R, vocab]` tensors).
@@ -115,7 +114,8 @@ export function emitSample(
         ];
       };
       // Sort the best `cheap_size`, then `middle_size`, and the whole list only when some row's
-      // nucleus is longer (a full sort of a 32k vocabulary costs ~300 ms for 64 rows).
+      // nucleus is longer (a full sort of a 32k vocabulary costs ~300 ms for 64 rows): top-k
+      // lists, and the whole vocabulary with the `sort` method.
       const sizes = [s.cheapSize, s.middleSize, s.listSize];
       const tier = (c: GraphBuilder, index: number): string[] => {
         const list = sortList(c, sizes[index]!);
@@ -129,21 +129,29 @@ export function emitSample(
           c.op('Equal', [s.listSize, sizes[index]!]),
           c.op('And', [isVocab, c.op('Cast', [everyRow], { to: BOOL })]),
         ]);
-        const next = (d: GraphBuilder) =>
-          index === 0 && nucleus === 'search'
-            ? emitIf(
-                d,
-                isVocab,
-                'nucleus_search',
-                [FLOAT, INT64],
-                (e) =>
-                  emitHistogramNucleus(e, g, z, max, weights, e.op('Mul', [total, s.topP]), vocab),
-                (e) => tier(e, index + 1),
-              )
-            : tier(d, index + 1);
-        return emitIf(c, covers, `sorted_${index}`, [FLOAT, INT64], (d) => boundary(d, list), next);
+        return emitIf(
+          c,
+          covers,
+          `sorted_${index}`,
+          [FLOAT, INT64],
+          (d) => boundary(d, list),
+          (d) => tier(d, index + 1),
+        );
       };
-      const [value, id] = tier(b, 0) as [string, string];
+      // over the whole vocabulary, the search costs the same for any nucleus size
+      const [value, id] = (
+        nucleus === 'search'
+          ? emitIf(
+              b,
+              isVocab,
+              'nucleus_search',
+              [FLOAT, INT64],
+              (c) =>
+                emitHistogramNucleus(c, g, z, max, weights, c.op('Mul', [total, s.topP]), vocab),
+              (c) => tier(c, 0),
+            )
+          : tier(b, 0)
+      ) as [string, string];
       // kept: z > v, or z == v and id <= id(v) (ties go to the lower id, as in the sort)
       const keptMask = b.op('Or', [
         b.op('Greater', [z, value]),
