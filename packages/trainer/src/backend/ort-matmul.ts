@@ -78,19 +78,18 @@ async function loadRuntime(): Promise<Runtime> {
   return runtime;
 }
 
-/** `[batch, m, k] @ [batch, k, n]` (batch 0: 2-D) with transposes, as a one-node ONNX model. */
-function matMulModel(
-  batch: number,
-  aShape: number[],
-  bShape: number[],
-  attrs: OrtMatMulAttrs,
-): Uint8Array {
+/**
+ * `op(a) @ op(b)` for rank-2 or rank-3 operands of any size (symbolic dimensions), as a one-node
+ * ONNX model: one session per rank and transpose flags serves every shape.
+ */
+function matMulModel(rank: number, attrs: OrtMatMulAttrs): Uint8Array {
   const graph = new GraphBuilder();
-  const perm = batch === 0 ? [1, 0] : [0, 2, 1];
+  const perm = rank === 2 ? [1, 0] : [0, 2, 1];
   const a = attrs.transposeA ? graph.op('Transpose', ['a'], { perm }) : 'a';
   const b = attrs.transposeB ? graph.op('Transpose', ['b'], { perm }) : 'b';
   // ORT fuses Transpose + MatMul into one MLAS GEMM with the transpose flags.
   graph.add('MatMul', [a, b], {}, ['y']);
+  const dims = (name: string) => Array.from({ length: rank }, (_, axis) => `${name}${axis}`);
   return graph.encode({
     irVersion: 8,
     opset: 17,
@@ -98,19 +97,19 @@ function matMulModel(
     graph: {
       name: 'matmul',
       input: [
-        valueInfo('a', OnnxDataType.FLOAT, aShape),
-        valueInfo('b', OnnxDataType.FLOAT, bShape),
+        valueInfo('a', OnnxDataType.FLOAT, dims('a')),
+        valueInfo('b', OnnxDataType.FLOAT, dims('b')),
       ],
       output: [valueInfo('y', OnnxDataType.FLOAT)],
     },
   });
 }
 
-function sessionFor(aShape: number[], bShape: number[], attrs: OrtMatMulAttrs): NativeSession {
-  const key = `${aShape.join('x')}|${bShape.join('x')}|${+attrs.transposeA}${+attrs.transposeB}|${threads}`;
+function sessionFor(rank: number, attrs: OrtMatMulAttrs): NativeSession {
+  const key = `${rank}|${+attrs.transposeA}${+attrs.transposeB}|${threads}`;
   let session = sessions.get(key);
   if (session === undefined) {
-    const bytes = matMulModel(aShape.length === 3 ? aShape[0]! : 0, aShape, bShape, attrs);
+    const bytes = matMulModel(rank, attrs);
     session = new runtime!.binding.InferenceSession();
     session.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, sessionOptions());
     sessions.set(key, session);
@@ -143,7 +142,7 @@ function ortMatMul(args: {
   const n = b.shape[attrs.transposeB ? rank - 2 : rank - 1]!;
   const outShape = rank === 3 ? [a.shape[0]!, m, n] : [m, n];
   const out = backend.makeOutput(outShape, 'float32');
-  const session = sessionFor(a.shape, b.shape, attrs);
+  const session = sessionFor(rank, attrs);
   const { Tensor } = runtime!;
   const result = session.run(
     {
