@@ -345,6 +345,18 @@ describe('runCli', () => {
       code: 2,
       stderr: expect.stringContaining('--overwrite (replace) or --resume'),
     });
+    const early = await cli(
+      ...args,
+      '--set',
+      `outputDir=${at('runs/distill-bad')}`,
+      '--set',
+      'filter.prefer=longest',
+    );
+    expect(early).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`config key 'filter.prefer' (in --set)`),
+    });
+    expect(existsSync(at('runs/distill-bad'))).toBe(false);
     const unknown = await cli(...args, '--set', 'traces.samples=3');
     expect(unknown.stderr).toContain(`config key 'traces.samples' (in --set): unknown key`);
   });

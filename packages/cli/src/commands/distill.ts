@@ -1,6 +1,20 @@
 import { join } from 'node:path';
-import { ErrorCode, type RewardFunction, type WeightedReward } from '@rlvr/core';
-import { type DistillLoss, filterTraces, generateTraces, readTraces } from '@rlvr/distill';
+import {
+  ErrorCode,
+  InvalidArgumentError,
+  type RewardFunction,
+  RlvrError,
+  type WeightedReward,
+} from '@rlvr/core';
+import {
+  type DistillLoss,
+  type FilterTracesOptions,
+  filterTraces,
+  generateTraces,
+  readTraces,
+  type TraceRecord,
+} from '@rlvr/distill';
+import type { Checkpoint } from '@rlvr/model';
 import { TRAINER_DEFAULTS } from '@rlvr/trainer';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
@@ -12,9 +26,14 @@ import {
   selectTrainingBackend,
 } from '../model/resolve-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
-import type { Command } from './command.js';
+import type { Command, CommandContext } from './command.js';
 import { checkRunFolder, outputDirOf } from './run-folder.js';
-import { DISTILL_STUDENT_KEYS, POLICY_TRAINER_KEYS, trainStudent } from './train-student.js';
+import {
+  DISTILL_STUDENT_KEYS,
+  loopSettings,
+  POLICY_TRAINER_KEYS,
+  trainStudent,
+} from './train-student.js';
 
 /** Keys of `traces` (@rlvr/distill `generateTraces` options a config may set). */
 const TRACES_KEYS = ['k', 'sampling', 'acceptThreshold', 'batchSize', 'keepLogprobs'] as const;
@@ -125,6 +144,20 @@ schedule: { learningRate: 3e-3 }`,
         code: ErrorCode.INVALID_ARGUMENT,
       });
     }
+    // Checked before the (long) trace generation: the filter and the student loop settings.
+    try {
+      filterTraces([], values.filter as FilterTracesOptions);
+    } catch (error) {
+      const parameter = InvalidArgumentError.isInstance(error) ? error.parameter : 'options';
+      throw new ConfigError({
+        key: parameter.replace(/^options/, 'filter'),
+        source: source('filter'),
+        message: (error as Error).message,
+        code: RlvrError.isInstance(error) ? error.code : ErrorCode.INVALID_ARGUMENT,
+        cause: error,
+      });
+    }
+    loopSettings(values, 1);
     const rewards = await resolveRewards(values.rewards, source('rewards'));
     const teacher = await loadModel(values.teacher, 'teacher', source('teacher'));
     const student = await loadModel(values.student, 'student', source('student'));
@@ -144,52 +177,12 @@ schedule: { learningRate: 3e-3 }`,
         source: source('dataset'),
       }),
     );
-    const traceOptions = (values.traces ?? {}) as Record<string, unknown>;
-    const outPath = join(outputDir, TRACES_FILE);
-    const sampler = await createSampler(
-      teacher.checkpoint,
-      values.sampler as Record<string, unknown> | undefined,
-    );
-    let generated: Awaited<ReturnType<typeof generateTraces>>;
-    try {
-      generated = await generateTraces({
-        sampler,
-        prompts: prompts.map(({ id, prompt, answer, ...metadata }) => ({
-          id,
-          prompt,
-          ...(answer === undefined ? {} : { answer }),
-          metadata,
-        })),
-        ...(traceOptions as { k: number; sampling: { maxNewTokens: number } }),
-        reward: combined(rewards),
-        outPath,
-        teacher: { weights: teacher.checkpoint },
-        ...(context.overwrite ? { overwrite: true } : {}),
-        progress: context.progress,
-      });
-    } finally {
-      await sampler.close();
-    }
-    const traces = await readTraces(outPath, {
-      fingerprint: generated.fingerprint,
-      promptIds: prompts.map((prompt) => prompt.id),
+    const kept = await keptTraces(context, {
+      teacher: teacher.checkpoint,
+      prompts,
+      rewards,
+      outputDir,
     });
-    const { kept, report } = filterTraces(
-      traces,
-      values.filter as Parameters<typeof filterTraces>[1],
-    );
-    io.stderr(
-      `distill: ${generated.traces} traces (${generated.resumedPrompts} prompts reused), ${report.accepted} accepted, ${kept.length} kept\n`,
-    );
-    if (kept.length === 0) {
-      throw new ConfigError({
-        key: 'traces',
-        source: source('traces'),
-        message:
-          'no teacher trace was accepted by the rewards: nothing to distil (check the teacher, rewards and traces.acceptThreshold)',
-        code: ErrorCode.INVALID_ARGUMENT,
-      });
-    }
     await selectTrainingBackend(values.backend);
     const result = await trainStudent({
       context,
@@ -207,3 +200,63 @@ schedule: { learningRate: 3e-3 }`,
     return 0;
   },
 };
+
+/**
+ * The teacher's traces (`generateTraces` into `<outputDir>/traces.jsonl`, resumed when the
+ * teacher and settings match), read back for the prompts and filtered (`filterTraces`).
+ */
+async function keptTraces(
+  context: CommandContext,
+  options: {
+    teacher: Checkpoint;
+    prompts: ReturnType<typeof toPromptRecords>;
+    rewards: readonly WeightedReward[];
+    outputDir: string;
+  },
+): Promise<TraceRecord[]> {
+  const { config, io } = context;
+  const values = config.values;
+  const outPath = join(options.outputDir, TRACES_FILE);
+  const sampler = await createSampler(
+    options.teacher,
+    values.sampler as Record<string, unknown> | undefined,
+  );
+  let generated: Awaited<ReturnType<typeof generateTraces>>;
+  try {
+    generated = await generateTraces({
+      sampler,
+      prompts: options.prompts.map(({ id, prompt, answer, ...metadata }) => ({
+        id,
+        prompt,
+        ...(answer === undefined ? {} : { answer }),
+        metadata,
+      })),
+      ...((values.traces ?? {}) as { k: number; sampling: { maxNewTokens: number } }),
+      reward: combined(options.rewards),
+      outPath,
+      teacher: { weights: options.teacher },
+      ...(context.overwrite ? { overwrite: true } : {}),
+      progress: context.progress,
+    });
+  } finally {
+    await sampler.close();
+  }
+  const traces = await readTraces(outPath, {
+    fingerprint: generated.fingerprint,
+    promptIds: options.prompts.map((prompt) => prompt.id),
+  });
+  const { kept, report } = filterTraces(traces, values.filter as FilterTracesOptions);
+  io.stderr(
+    `distill: ${generated.traces} traces (${generated.resumedPrompts} prompts reused), ${report.accepted} accepted, ${kept.length} kept\n`,
+  );
+  if (kept.length === 0) {
+    throw new ConfigError({
+      key: 'traces',
+      source: config.origins.get('traces') ?? config.file,
+      message:
+        'no teacher trace was accepted by the rewards: nothing to distil (check the teacher, rewards and traces.acceptThreshold)',
+      code: ErrorCode.INVALID_ARGUMENT,
+    });
+  }
+  return kept;
+}

@@ -177,35 +177,48 @@ outputDir: grpo-run`,
     io.stdout(
       `eval: ${records.length} prompts × ${n} samples, mean reward ${meanReward.toFixed(4)}\n`,
     );
-    io.stdout(`${'k'.padStart(4)}  ${'pass@k'.padStart(8)}  ${'maj@k'.padStart(8)}\n`);
-    for (const row of table) {
-      io.stdout(
-        `${String(row.k).padStart(4)}  ${row.passAtK.toFixed(4).padStart(8)}  ${(row.majAtK === null ? '-' : row.majAtK.toFixed(4)).padStart(8)}\n`,
-      );
-    }
+    io.stdout(formatCurve(table));
     if (outputDir !== undefined) {
-      const results = await openOutput(join(outputDir, EVAL_FILES.results), context.overwrite);
-      await results.write(
-        JSON.stringify(
-          { prompts: records.length, n, threshold, meanReward, curve: table },
-          null,
-          2,
-        ),
-      );
-      await results.close();
-      const file = await openOutput(join(outputDir, EVAL_FILES.samples), context.overwrite);
-      for (const { record, scored } of samples) {
-        await file.write(
-          JSON.stringify({
-            id: record.id,
-            prompt: record.prompt,
-            answer: record.answer ?? null,
-            samples: scored,
-          }),
-        );
-      }
-      await file.close();
+      const summary = { prompts: records.length, n, threshold, meanReward, curve: table };
+      await writeEvalFiles(outputDir, summary, samples, context.overwrite);
     }
     return 0;
   },
 };
+
+/** The pass@k / maj@k table as printed. */
+function formatCurve(
+  table: readonly { k: number; passAtK: number; majAtK: number | null }[],
+): string {
+  const rows = table.map(
+    (row) =>
+      `${String(row.k).padStart(4)}  ${row.passAtK.toFixed(4).padStart(8)}  ${(row.majAtK === null ? '-' : row.majAtK.toFixed(4)).padStart(8)}\n`,
+  );
+  return `${'k'.padStart(4)}  ${'pass@k'.padStart(8)}  ${'maj@k'.padStart(8)}\n${rows.join('')}`;
+}
+
+/** Writes `eval-results.json` (the summary) and `eval-samples.jsonl` (every scored sample). */
+async function writeEvalFiles(
+  outputDir: string,
+  summary: object,
+  samples: readonly { record: DatasetRecord; scored: readonly Scored[] }[],
+  overwrite: boolean,
+): Promise<void> {
+  const results = await openOutput(join(outputDir, EVAL_FILES.results), overwrite);
+  await results.write(JSON.stringify(summary, null, 2));
+  await results.close();
+  const file = await openOutput(join(outputDir, EVAL_FILES.samples), overwrite);
+  try {
+    for (const { record, scored } of samples) {
+      const line = {
+        id: record.id,
+        prompt: record.prompt,
+        answer: record.answer ?? null,
+        samples: scored,
+      };
+      await file.write(JSON.stringify(line));
+    }
+  } finally {
+    await file.close();
+  }
+}

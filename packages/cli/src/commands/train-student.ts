@@ -72,7 +72,7 @@ function stepRecord(record: DistillStepRecord, phase: string, elapsedMs: number)
 }
 
 /** The loop settings of a student run, checked (errors name the config key). */
-function loopSettings(values: Record<string, unknown>, traces: number) {
+export function loopSettings(values: Record<string, unknown>, traces: number) {
   const epochs = validateInteger(values.epochs, { parameter: 'epochs', min: 1 });
   const batchSize = validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
   const totalSteps = Math.ceil(traces / batchSize) * epochs;
