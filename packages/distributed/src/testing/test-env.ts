@@ -119,11 +119,19 @@ export type RedisServer = {
   kill(): Promise<void>;
 };
 
-/** A `redis-server` on `port` (a free one by default) with `noeviction`, no persistence. */
-export async function redisServer(options: { port?: number } = {}): Promise<RedisServer> {
+/**
+ * A `redis-server` on `port` (a free one by default) with `noeviction`; no persistence, or with
+ * `aofDir` an append-only file there, synced on every write (a restart keeps everything).
+ */
+export async function redisServer(
+  options: { port?: number; aofDir?: string } = {},
+): Promise<RedisServer> {
   const port = options.port ?? (await freePort());
   let child: ChildProcess | undefined;
-  const args = ['--port', String(port), '--save', '', '--appendonly', 'no'];
+  const persistence = options.aofDir
+    ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', options.aofDir]
+    : ['--appendonly', 'no'];
+  const args = ['--port', String(port), '--save', '', ...persistence];
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
