@@ -66,6 +66,8 @@ Options:
   --max-steps <n>         teacher GRPO steps (grpo.maxSteps)
   --distill-epochs <n>    passes of the student over the teacher's verified traces
   --eval-prompts <n>      held-out prompts
+  --claims                also run the claims phase: reward hacking, dynamic-sampling and
+                          length-penalty arms, thinking-budget curve (claims.* in the config)
   --fresh                 start over: drop finished phases and traces (only once every flag
                           and the config are valid)
   --help                  this text
@@ -97,6 +99,7 @@ export function configFromArgs(argv: readonly string[]): {
     'distill-epochs': { type: 'string' },
     'eval-prompts': { type: 'string' },
     fresh: { type: 'boolean' },
+    claims: { type: 'boolean' },
     help: { type: 'boolean' },
   } as const;
   for (const arg of argv) {
@@ -152,6 +155,7 @@ export function configFromArgs(argv: readonly string[]): {
       min: 0,
     });
   };
+  if (values.claims) config.claims.enabled = true;
   if (values.seed !== undefined) config.seed = integer('seed');
   if (typeof values.out === 'string') config.outDir = values.out;
   if (values.device !== undefined) {

@@ -44,7 +44,7 @@ export const TRAINER_GRPO_KEYS = GRPO_CONFIG_KEYS.filter(
 );
 
 /** The app's own keys of the `grpo` section (not trainer settings). */
-export const APP_GRPO_KEYS = ['formatWeight', 'evalEvery', 'evalPrompts'] as const;
+export const APP_GRPO_KEYS = ['formatWeight', 'evalEvery', 'evalPrompts', 'studentSteps'] as const;
 
 /** The trainer settings a run config may carry (see {@link TRAINER_GRPO_KEYS}). */
 export type TrainerGrpoSettings = Pick<TrainerGrpoConfig, (typeof TRAINER_GRPO_KEYS)[number]>;
@@ -54,8 +54,13 @@ export type TrainerGrpoSettings = Pick<TrainerGrpoConfig, (typeof TRAINER_GRPO_K
  * `dynamicSampling`, `lossAggregation`, `schedule`, …) plus three of the app's own.
  */
 export type GrpoConfig = TrainerGrpoSettings & {
-  /** Generation steps of the teacher's GRPO (the RL-only student runs on a wall-clock budget). */
+  /** Generation steps of the teacher's GRPO. */
   maxSteps: number;
+  /**
+   * Generation steps of the RL-only student's GRPO (a step budget, not wall-clock, so the baseline
+   * is reproducible from the seed).
+   */
+  studentSteps: number;
   /** Groups (prompts) trained on per step. */
   promptsPerStep: number;
   /** G: samples per prompt. */
@@ -64,7 +69,7 @@ export type GrpoConfig = TrainerGrpoSettings & {
   formatWeight: number;
   /** Held-out greedy accuracy every this many steps (0: never). */
   evalEvery: number;
-  /** Held-out prompts for that greedy check. */
+  /** Held-out prompts for that check (sampled pass@1 and greedy accuracy). */
   evalPrompts: number;
 };
 
@@ -91,8 +96,20 @@ export type RunConfig = {
      * digit and continues from it): an imperfect cold start, see `solveWithSlips`.
      */
     slipRate: number;
+    /** Probability of a short trace (no intermediate steps), see `solveStyled`. */
+    shortRate: number;
+    /** Probability of a hedged answer list, see `solveStyled`. */
+    hedgeRate: number;
   };
   grpo: GrpoConfig;
+  /** The claims phase (`--claims`): extra GRPO arms from the SFT teacher and a budget sweep. */
+  claims: {
+    enabled: boolean;
+    /** GRPO steps of each arm (a multiple of grpo.evalEvery, at most grpo.maxSteps). */
+    steps: number;
+    /** `penaltyFactor` of the length-penalty arm's soft length penalty (`overlong`). */
+    lengthPenaltyFactor: number;
+  };
   distill: {
     /** Training prompts the RL teacher writes traces for. */
     prompts: number;
@@ -123,9 +140,18 @@ export const DEFAULT_CONFIG: RunConfig = {
   maxNewTokens: 48,
   teacher: { hiddenSize: 96, layers: 3, heads: 4, kvHeads: 2, intermediateSize: 256 },
   student: { hiddenSize: 64, layers: 2, heads: 2, kvHeads: 1, intermediateSize: 128 },
-  warmStart: { examples: 2000, steps: 600, batchSize: 32, learningRate: 3e-3, slipRate: 0.2 },
+  warmStart: {
+    examples: 2000,
+    steps: 600,
+    batchSize: 32,
+    learningRate: 3e-3,
+    slipRate: 0.2,
+    shortRate: 0.3,
+    hedgeRate: 0.1,
+  },
   grpo: {
     maxSteps: 30,
+    studentSteps: 30,
     promptsPerStep: 16,
     groupSize: 8,
     temperature: 1,
@@ -143,6 +169,7 @@ export const DEFAULT_CONFIG: RunConfig = {
     evalEvery: 10,
     evalPrompts: 64,
   },
+  claims: { enabled: false, steps: 30, lengthPenaltyFactor: 0.5 },
   distill: {
     prompts: 2000,
     tracesPerPrompt: 4,
@@ -166,7 +193,8 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
   teacher: { hiddenSize: 64, layers: 2, heads: 2, kvHeads: 1, intermediateSize: 160 },
   student: { hiddenSize: 32, layers: 1, heads: 2, kvHeads: 1, intermediateSize: 64 },
   warmStart: { examples: 600, steps: 800, batchSize: 32 },
-  grpo: { maxSteps: 40, promptsPerStep: 16, evalEvery: 10, evalPrompts: 32 },
+  grpo: { maxSteps: 40, studentSteps: 10, promptsPerStep: 16, evalEvery: 10, evalPrompts: 32 },
+  claims: { steps: 20 },
   distill: { prompts: 300, tracesPerPrompt: 4, epochs: 3 },
   evaluation: { samples: 16 },
   workers: 1,
@@ -215,6 +243,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
     'minLearningRateRatio',
   ],
   'grpo.dynamicSampling': ['minStd', 'maxRounds'],
+  claims: Object.keys(DEFAULT_CONFIG.claims),
   distill: Object.keys(DEFAULT_CONFIG.distill),
   evaluation: Object.keys(DEFAULT_CONFIG.evaluation),
 };
@@ -322,6 +351,24 @@ export function validateConfig(config: RunConfig): RunConfig {
   num(config.grpo.formatWeight, 'grpo.formatWeight', 0);
   int(config.grpo.evalEvery, 'grpo.evalEvery', 0);
   int(config.grpo.evalPrompts, 'grpo.evalPrompts', 1);
+  int(config.grpo.studentSteps, 'grpo.studentSteps', 1);
+  num(config.warmStart.shortRate, 'warmStart.shortRate', 0);
+  num(config.warmStart.hedgeRate, 'warmStart.hedgeRate', 0);
+  int(config.claims.steps, 'claims.steps', 1);
+  num(config.claims.lengthPenaltyFactor, 'claims.lengthPenaltyFactor', 0);
+  if (
+    config.claims.enabled &&
+    (config.claims.steps > config.grpo.maxSteps ||
+      config.grpo.evalEvery === 0 ||
+      config.claims.steps % config.grpo.evalEvery !== 0)
+  ) {
+    throw new InvalidArgumentError({
+      parameter: 'claims.steps',
+      functionName: FN,
+      value: config.claims.steps,
+      expected: `a multiple of grpo.evalEvery (${config.grpo.evalEvery}) and at most grpo.maxSteps (${config.grpo.maxSteps}): the arms are compared with the teacher run's held-out check at that step`,
+    });
+  }
   int(config.distill.prompts, 'distill.prompts', 1);
   int(config.distill.tracesPerPrompt, 'distill.tracesPerPrompt', 1);
   int(config.distill.maxPerPrompt, 'distill.maxPerPrompt', 1);

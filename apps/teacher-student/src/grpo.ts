@@ -7,9 +7,29 @@ import {
 } from '@rlvr/trainer';
 import { type GrpoConfig, TRAINER_GRPO_KEYS } from './config.js';
 import type { PhaseProgress } from './progress.js';
-import { correctness, correctnessReward, formatReward } from './rewards.js';
+import {
+  correctness,
+  correctnessReward,
+  formatReward,
+  hedged,
+  hedgedReward,
+  naiveCorrectnessReward,
+} from './rewards.js';
 import { createSampler, type Runtime } from './runtime.js';
-import type { ModArithProblem } from './task.js';
+import { type ModArithProblem, termsOf } from './task.js';
+
+/** Held-out check between steps: sampled (temperature 1) and greedy, split by difficulty. */
+export type HeldOutCheck = {
+  /** Sampled pass@1 (mean over `evalSamples` samples per prompt, temperature 1). */
+  sampledAccuracy: number;
+  greedyAccuracy: number;
+  /** Mean sampled completion length, tokens. */
+  meanLength: number;
+  /** Fraction of sampled answers that are hedged lists. */
+  hedgeRate: number;
+  /** The same per number of operands (difficulty). */
+  byTerms: { terms: number; prompts: number; sampledAccuracy: number; meanLength: number }[];
+};
 
 /** One GRPO step as the report draws it, read from the trainer's metrics record. */
 export type GrpoStepRecord = {
@@ -37,8 +57,17 @@ export type GrpoStepRecord = {
   entropy: number;
   clipFraction: number;
   gradNorm: number;
+  /** `policy_loss` and `learning_rate` of the step. */
+  policyLoss: number;
+  learningRate: number;
+  /** `reward/robust/mean`: the robust verifier's verdict (weight 0 when it is not the reward). */
+  robustAccuracy: number;
+  /** `reward/hedged/mean`: fraction of training samples whose answer is a hedged list. */
+  hedgeRate: number;
   /** Greedy accuracy on held-out prompts (only on evaluation steps). */
   heldOutAccuracy?: number;
+  /** The full held-out check (only on evaluation steps). */
+  heldOut?: HeldOutCheck;
 };
 
 /** Result of {@link runGrpo}. */
@@ -47,13 +76,13 @@ export type GrpoResult = {
   history: GrpoStepRecord[];
   /** Held-out greedy accuracy before the first step. */
   initialHeldOutAccuracy: number;
+  /** The held-out check before the first step. */
+  initialHeldOut: HeldOutCheck;
   steps: number;
   sampledCompletions: number;
   /** Updates skipped by the trainer (non-finite loss or gradients). */
   skippedUpdates: number;
   timeMs: number;
-  /** Why the loop ended. */
-  stoppedBecause: 'steps' | 'time-budget';
   /** The rollout engine @rlvr/rollout chose for the model (`sampler.engine`). */
   engine: string;
 };
@@ -61,19 +90,51 @@ export type GrpoResult = {
 const mean = (values: readonly number[]) =>
   values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
 
-/** Greedy accuracy of a sampler on problems. */
-async function greedyAccuracy(
+/** Samples per held-out prompt of the check between steps. */
+const EVAL_SAMPLES = 4;
+
+/** The held-out check: sampled pass@1 and length per difficulty, plus greedy accuracy. */
+async function heldOutCheck(
   sampler: Awaited<ReturnType<typeof createSampler>>,
   problems: readonly ModArithProblem[],
   maxNewTokens: number,
-): Promise<number> {
-  const groups = await sampler.sample({
-    prompts: problems.map((problem) => problem.prompt),
-    n: 1,
+  seed: number,
+): Promise<HeldOutCheck> {
+  const prompts = problems.map((problem) => problem.prompt);
+  const sampled = await sampler.sample({
+    prompts,
+    n: EVAL_SAMPLES,
     maxNewTokens,
-    temperature: 0,
+    temperature: 1,
+    seed,
   });
-  return mean(groups.map((group, index) => correctness(group[0]!.text, problems[index]!.answer)));
+  const greedy = await sampler.sample({ prompts, n: 1, maxNewTokens, temperature: 0 });
+  const rows = sampled.flatMap((group, index) =>
+    group.map((completion) => ({
+      terms: termsOf(prompts[index]!),
+      correct: correctness(completion.text, problems[index]!.answer),
+      length: completion.tokenIds.length,
+      hedged: hedged(completion.text),
+    })),
+  );
+  const terms = [...new Set(rows.map((row) => row.terms))].sort((a, b) => a - b);
+  return {
+    sampledAccuracy: mean(rows.map((row) => row.correct)),
+    greedyAccuracy: mean(
+      greedy.map((group, index) => correctness(group[0]!.text, problems[index]!.answer)),
+    ),
+    meanLength: mean(rows.map((row) => row.length)),
+    hedgeRate: mean(rows.map((row) => row.hedged)),
+    byTerms: terms.map((count) => {
+      const bucket = rows.filter((row) => row.terms === count);
+      return {
+        terms: count,
+        prompts: bucket.length / EVAL_SAMPLES,
+        sampledAccuracy: mean(bucket.map((row) => row.correct)),
+        meanLength: mean(bucket.map((row) => row.length)),
+      };
+    }),
+  };
 }
 
 /**
@@ -98,11 +159,17 @@ export function trainerConfig(
   };
 }
 
-/** The reward functions of the RL phases: correctness (weight 1) and the R1 format. */
-export function grpoRewards(formatWeight: number) {
+/**
+ * The reward functions of the RL phases: correctness (weight 1; the robust math verifier, or the
+ * naive checker of the reward-hacking claim) and the R1 format, plus two logged with weight 0 (the
+ * robust verifier's verdict and the hedge rate), so every run records true accuracy.
+ */
+export function grpoRewards(formatWeight: number, reward: 'robust' | 'naive' = 'robust') {
   return [
-    { name: 'correct', fn: correctnessReward },
+    { name: 'correct', fn: reward === 'naive' ? naiveCorrectnessReward : correctnessReward },
     { name: 'format', fn: formatReward, weight: formatWeight },
+    { name: 'robust', fn: correctnessReward, weight: 0 },
+    { name: 'hedged', fn: hedgedReward, weight: 0 },
   ];
 }
 
@@ -124,6 +191,10 @@ function stepRecord(record: GrpoMetricRecord, elapsedMs: number): GrpoStepRecord
     entropy: at('entropy'),
     clipFraction: at('clip_fraction'),
     gradNorm: at('grad_norm'),
+    policyLoss: at('policy_loss'),
+    learningRate: at('learning_rate'),
+    robustAccuracy: at('reward/robust/mean'),
+    hedgeRate: at('reward/hedged/mean'),
   };
 }
 
@@ -151,8 +222,10 @@ function onceLogger(log: (line: string) => void, label: string) {
 /**
  * One GRPO phase on @rlvr/trainer's `GrpoTrainer` with an @rlvr/rollout ONNX sampler (engine of
  * the sampler's choosing): rewards = correctness + formatWeight · R1 format, everything else as the
- * run config's trainer keys say. The app drives `step()` itself, so it can check held-out greedy
- * accuracy between steps and stop on a wall-clock budget (`budgetMs`, the RL-only student's).
+ * run config's trainer keys say, with `overrides` (other `GrpoConfig` values: the claims' ablations,
+ * e.g. `dynamicSampling: false` or `overlong`) on top. The app drives `step()` itself, so it can
+ * check held-out accuracy (sampled and greedy, per difficulty) between steps. The budget is
+ * `maxSteps` generation steps, so a run is reproducible from its seed.
  * The trainer writes `metrics.jsonl`, `completions.jsonl` and its checkpoints under `outputDir`.
  */
 export async function runGrpo(options: {
@@ -166,7 +239,9 @@ export async function runGrpo(options: {
   seed: number;
   outputDir: string;
   label: string;
-  budgetMs?: number;
+  /** The correctness reward: the robust math verifier (default) or the naive checker. */
+  reward?: 'robust' | 'naive';
+  overrides?: Partial<TrainerGrpoConfig>;
   progress?: PhaseProgress;
   log: (line: string) => void;
 }): Promise<GrpoResult> {
@@ -178,32 +253,32 @@ export async function runGrpo(options: {
   const history: GrpoStepRecord[] = [];
   let sampledCompletions = 0;
   let skippedUpdates = 0;
-  let stoppedBecause: GrpoResult['stoppedBecause'] = 'steps';
   const evalSet = options.heldOut.slice(0, config.evalPrompts);
+  // The same sampling seed at every check: differences between checks are the policy's.
+  const check = () => heldOutCheck(sampler, evalSet, options.maxNewTokens, options.seed + 7919);
   let grpo: Awaited<ReturnType<typeof createGrpoTrainer>> | undefined;
   try {
     grpo = await createGrpoTrainer({
       model,
       sampler,
       dataset: options.train.map(({ id, prompt, answer }) => ({ id, prompt, answer })),
-      rewards: grpoRewards(config.formatWeight),
-      config: trainerConfig(config, {
-        maxSteps: options.maxSteps,
-        maxNewTokens: options.maxNewTokens,
-        seed: options.seed,
-        outputDir: options.outputDir,
-      }),
+      rewards: grpoRewards(config.formatWeight, options.reward),
+      config: {
+        ...trainerConfig(config, {
+          maxSteps: options.maxSteps,
+          maxNewTokens: options.maxNewTokens,
+          seed: options.seed,
+          outputDir: options.outputDir,
+        }),
+        ...options.overrides,
+      },
       // This phase runs (again) only when it has no finished record for this config: what an
       // earlier attempt left in its trainer folder is replaced, nothing outside it.
       overwrite: true,
       onLog: diagnostics.log,
     });
-    const initialHeldOutAccuracy = await greedyAccuracy(sampler, evalSet, options.maxNewTokens);
+    const initialHeldOut = await check();
     while (grpo.completedSteps < options.maxSteps) {
-      if (options.budgetMs !== undefined && performance.now() - started >= options.budgetMs) {
-        stoppedBecause = 'time-budget';
-        break;
-      }
       const metrics = await grpo.step();
       const record = stepRecord(metrics, 0);
       sampledCompletions +=
@@ -211,29 +286,25 @@ export async function runGrpo(options: {
       skippedUpdates += metrics.metrics.skipped_updates ?? 0;
       const step = record.step;
       if (config.evalEvery > 0 && (step % config.evalEvery === 0 || step === options.maxSteps)) {
-        record.heldOutAccuracy = await greedyAccuracy(sampler, evalSet, options.maxNewTokens);
+        record.heldOut = await check();
+        record.heldOutAccuracy = record.heldOut.greedyAccuracy;
       }
       record.elapsedMs = performance.now() - started;
       history.push(record);
-      // With a wall-clock budget the bar counts elapsed seconds (its total), otherwise steps.
       options.progress?.update(
-        options.budgetMs === undefined
-          ? step
-          : Math.min(Math.round(record.elapsedMs / 1000), Math.round(options.budgetMs / 1000)),
-        `step ${step} acc ${(100 * record.accuracy).toFixed(0)}% zero-std ${(100 * record.fracZeroStd).toFixed(0)}% kl ${record.kl.toFixed(3)}`,
+        step,
+        `step ${step} acc ${(100 * record.robustAccuracy).toFixed(0)}% zero-std ${(100 * record.fracZeroStd).toFixed(0)}% kl ${record.kl.toFixed(3)}`,
       );
     }
-    // A budget-stopped run did not reach maxSteps, where the trainer checkpoints by itself.
-    if (grpo.completedSteps < options.maxSteps) await grpo.saveCheckpoint();
     return {
       checkpoint: { ...options.checkpoint, tensors: model.toCheckpoint().tensors },
       history,
-      initialHeldOutAccuracy,
+      initialHeldOutAccuracy: initialHeldOut.greedyAccuracy,
+      initialHeldOut,
       steps: history.length,
       sampledCompletions,
       skippedUpdates,
       timeMs: performance.now() - started,
-      stoppedBecause,
       engine: sampler.engine,
     };
   } finally {

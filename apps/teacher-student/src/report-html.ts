@@ -9,6 +9,7 @@ import {
   htmlTable as table,
 } from '@rlvr/report';
 import type { Report } from './report.js';
+import { claimCharts, growthCharts, trainingCharts } from './report-charts.js';
 
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`;
 
@@ -41,6 +42,7 @@ export function renderReportHtml(report: Report): string {
       id: 'reward',
       title: 'GRPO reward and accuracy (teacher)',
       xLabel: 'GRPO step',
+      smoothing: 0.6,
       yLabel: 'mean over samples',
       yMin: 0,
       series: [
@@ -57,6 +59,7 @@ export function renderReportHtml(report: Report): string {
       id: 'reward-student',
       title: 'GRPO reward and accuracy (RL-only student)',
       xLabel: 'GRPO step',
+      smoothing: 0.6,
       yLabel: 'mean over samples',
       yMin: 0,
       series: [
@@ -73,6 +76,7 @@ export function renderReportHtml(report: Report): string {
       id: 'length',
       title: 'Mean completion length',
       xLabel: 'GRPO step',
+      smoothing: 0.6,
       yLabel: 'tokens',
       series: [
         rlSeries((r) => r.meanLength, 'teacher', CHART_COLORS[0]!),
@@ -83,6 +87,7 @@ export function renderReportHtml(report: Report): string {
       id: 'kl',
       title: 'KL to the warm-start policy (k3)',
       xLabel: 'GRPO step',
+      smoothing: 0.6,
       yLabel: 'nats / token',
       yMin: 0,
       series: [
@@ -94,6 +99,7 @@ export function renderReportHtml(report: Report): string {
       id: 'entropy',
       title: 'Policy entropy',
       xLabel: 'GRPO step',
+      smoothing: 0.6,
       yLabel: 'nats / token',
       yMin: 0,
       series: [
@@ -105,6 +111,7 @@ export function renderReportHtml(report: Report): string {
       id: 'zero-std',
       title: 'Fraction of zero-variance groups',
       xLabel: 'GRPO step',
+      smoothing: 0.6,
       yLabel: 'frac_reward_zero_std',
       yMin: 0,
       yMax: 1,
@@ -165,14 +172,34 @@ export function renderReportHtml(report: Report): string {
     ]),
   );
   const targetTable = table(
-    ['target', 'goal', 'measured', 'met'],
+    ['target', 'goal', 'measured', 'met', 'details'],
     report.targets.map((target) => [
       escapeHtml(target.name),
       escapeHtml(target.goal),
-      target.value.toFixed(2),
+      `${target.value.toFixed(2)} ${escapeHtml(target.unit ?? '')}`,
       target.met ? '<span class="ok">yes</span>' : '<span class="no">no</span>',
+      `<small>${escapeHtml(target.detail ?? '')}</small>`,
     ]),
   );
+  const claims = report.claims;
+  const claimsSection =
+    claims === undefined
+      ? '<h2>Claims</h2><p>The claims phase did not run (add <code>--claims</code>): only the length-growth row, read from the teacher run, is in the targets table.</p>'
+      : `<h2>Claims</h2>
+<p>Each arm is the teacher's GRPO run from the SFT teacher (same seed, same settings) for ${claims.steps} steps with one change; its control is the teacher run's held-out check at step ${claims.steps}. Held-out checks sample ${report.config.grpo.evalPrompts} prompts × 4 at temperature 1 with a fixed seed.</p>
+<div class="charts">${claimCharts(report).join('\n')}</div>
+<h3>Reward hacking: held-out transcripts of the naive-reward policy</h3>
+<p>The robust math verifier rejected ${claims.hacking.caught} of ${claims.hacking.total} final held-out samples that the naive checker (gold digit anywhere in the answer) accepted; ${claims.hacking.hedged} were hedged answer lists.</p>
+${table(
+  ['prompt', 'gold', 'completion', 'naive', 'verifier'],
+  claims.hacking.examples.map((example) => [
+    `<code>${escapeHtml(example.prompt)}</code>`,
+    escapeHtml(example.gold),
+    `<code>${escapeHtml(example.completion)}</code>`,
+    example.naive ? '<span class="ok">1</span>' : '<span class="no">0</span>',
+    example.robust ? '<span class="ok">1</span>' : '<span class="no">0</span>',
+  ]),
+)}`;
   const timingTable = table(
     ['phase', 'seconds', 'resumed'],
     [
@@ -217,18 +244,22 @@ body { max-width: 1000px; }
 Teacher ${report.models.teacher.parameters.toLocaleString('en-US')} parameters, student ${report.models.student.parameters.toLocaleString('en-US')} (${pct(report.models.studentToTeacherRatio)}).
 Trained with ${escapeHtml(report.environment.trainingBackend)}, sampled with onnxruntime (${escapeHtml(report.environment.rolloutExecutionProvider)}; @rlvr/rollout's ${escapeHtml(report.environment.rolloutEngines?.teacher ?? '?')} engine for the teacher, ${escapeHtml(report.environment.rolloutEngines?.student ?? '?')} for the student), on ${report.environment.cores} cores (${escapeHtml(report.environment.cpu)}), Node ${escapeHtml(report.environment.node)}. Generated ${escapeHtml(report.generatedAt)}.</p>
 <p class="headline">pass@1 (held-out, temperature ${report.config.evaluation.temperature}): SFT teacher <b>${pct(h.sftTeacherPassAt1)}</b> → RL teacher <b>${pct(h.rlTeacherPassAt1)}</b> (${h.rlGainPoints >= 0 ? '+' : ''}${h.rlGainPoints.toFixed(1)} points);
-distilled student <b>${pct(h.distilledStudentPassAt1)}</b> (${pct(h.distilledOverTeacher)} of the teacher) vs RL-only student <b>${pct(h.rlOnlyStudentPassAt1)}</b> with the same wall-clock;
+distilled student <b>${pct(h.distilledStudentPassAt1)}</b> (${pct(h.distilledOverTeacher)} of the teacher) vs RL-only student <b>${pct(h.rlOnlyStudentPassAt1)}</b> (${report.grpo.student.steps} GRPO steps);
 RL teacher maj@8 <b>${pct(h.rlTeacherMajAt8)}</b>.</p>
 <h2>Targets</h2>
 ${targetTable}
 <h2>Held-out evaluation (${report.evaluation[0]?.samplesPerPrompt ?? 0} samples per prompt; pass@k unbiased, maj@k exact)</h2>
 ${evalTable}
 <h2>Charts</h2>
-<div class="charts">${charts.join('\n')}</div>
+<div class="charts">${[...charts, ...trainingCharts(report)].join('\n')}</div>
+<h2>Length and accuracy during RL, by difficulty</h2>
+<p>The warm-start mixes a short style (no intermediate steps) with written-out chains; the teacher's GRPO is rewarded only for the answer and the format, so any change of length comes from reward.</p>
+<div class="charts">${growthCharts(report).join('\n')}</div>
+${claimsSection}
 <h2>GRPO</h2>
-<p>Both RL phases ran on <code>@rlvr/trainer</code>'s <code>GrpoTrainer</code> with an <code>@rlvr/rollout</code> ONNX sampler; the curves above are the trainer's metrics records (<code>reward/mean</code>, <code>reward/correct/mean</code>, <code>completions/mean_length</code>, <code>kl</code>, <code>entropy</code>, <code>frac_reward_zero_std</code>), the held-out greedy accuracy is the app's check between <code>step()</code> calls. Teacher: ${report.grpo.teacher.steps} steps (${report.grpo.teacher.sampledCompletions} completions sampled, ${report.grpo.teacher.skippedUpdates ?? 0} updates skipped); RL-only student: ${report.grpo.student.steps} steps in its wall-clock budget (${report.grpo.student.sampledCompletions} completions, ${report.grpo.student.skippedUpdates ?? 0} updates skipped). The trainer's own <code>metrics.jsonl</code>, <code>completions.jsonl</code> and checkpoints are under <code>grpo/teacher/</code> and <code>grpo/student/</code>.</p>
+<p>Both RL phases ran on <code>@rlvr/trainer</code>'s <code>GrpoTrainer</code> with an <code>@rlvr/rollout</code> ONNX sampler; the curves above are the trainer's metrics records (<code>reward/mean</code>, <code>reward/correct/mean</code>, <code>completions/mean_length</code>, <code>kl</code>, <code>entropy</code>, <code>frac_reward_zero_std</code>), the held-out greedy accuracy is the app's check between <code>step()</code> calls. Teacher: ${report.grpo.teacher.steps} steps (${report.grpo.teacher.sampledCompletions} completions sampled, ${report.grpo.teacher.skippedUpdates ?? 0} updates skipped); RL-only student: ${report.grpo.student.steps} steps (grpo.studentSteps) (${report.grpo.student.sampledCompletions} completions, ${report.grpo.student.skippedUpdates ?? 0} updates skipped). The trainer's own <code>metrics.jsonl</code>, <code>completions.jsonl</code> and checkpoints are under <code>grpo/teacher/</code> and <code>grpo/student/</code>.</p>
 <h2>Distillation</h2>
-<p>The RL teacher wrote ${d.traces} traces for ${report.config.distill.prompts} training prompts (pass rate ${pct(d.teacherTracePassRate)}); ${d.accepted} were verified correct and well-formed, ${d.kept} kept after filtering (shortest first, duplicates dropped)${d.reusedTracePrompts ? ` (traces of ${d.reusedTracePrompts} prompts reused from a file with the same teacher fingerprint, counted with the time they took)` : ''}. The student took ${d.steps} SFT steps on them. Traces ${(d.traceMs / 1000).toFixed(1)} s + training ${(d.trainMs / 1000).toFixed(1)} s; the RL-only student got the same ${((d.traceMs + d.trainMs) / 1000).toFixed(1)} s for ${report.grpo.student.steps} GRPO steps.</p>
+<p>The RL teacher wrote ${d.traces} traces for ${report.config.distill.prompts} training prompts (pass rate ${pct(d.teacherTracePassRate)}); ${d.accepted} were verified correct and well-formed, ${d.kept} kept after filtering (shortest first, duplicates dropped)${d.reusedTracePrompts ? ` (traces of ${d.reusedTracePrompts} prompts reused from a file with the same teacher fingerprint, counted with the time they took)` : ''}. The student took ${d.steps} SFT steps on them. Traces ${(d.traceMs / 1000).toFixed(1)} s + training ${(d.trainMs / 1000).toFixed(1)} s; the RL-only student ran ${report.grpo.student.steps} GRPO steps in ${(report.grpo.student.timeMs / 1000).toFixed(1)} s.</p>
 <h2>Timings</h2>
 ${timingTable}
 <h2>Sample completions (held-out, temperature ${report.config.evaluation.temperature})</h2>

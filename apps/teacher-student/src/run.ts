@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createRng } from '@rlvr/core';
 import { type Checkpoint, loadCheckpoint, saveCheckpoint } from '@rlvr/model';
 import { checkRun } from './check-run.js';
+import { type ClaimsResult, runClaims } from './claims/index.js';
 import type { RunConfig } from './config.js';
 import { type DistillResult, distillPhase } from './distill.js';
 import { evaluateModel, type ModelEvaluation } from './evaluate.js';
@@ -14,12 +15,9 @@ import { type ProgressMode, phaseProgress } from './progress.js';
 import { buildReport, type Report } from './report.js';
 import { writeReportHtml } from './report-html.js';
 import { runSft } from './sft.js';
-import { solveWithSlips } from './task.js';
+import { solveStyled } from './task.js';
 
 export type { DistillResult } from './distill.js';
-
-/** Step cap of the RL-only student, whose wall-clock budget stops it long before. */
-const STUDENT_MAX_STEPS = 100_000;
 
 /** Names of the phases, in order. */
 export const PHASES = [
@@ -29,6 +27,7 @@ export const PHASES = [
   'distill-student',
   'grpo-student',
   'evaluate',
+  'claims',
 ] as const;
 export type PhaseName = (typeof PHASES)[number];
 
@@ -64,6 +63,7 @@ const PHASE_SECTIONS: Record<PhaseName, readonly (keyof RunConfig)[]> = {
   'distill-student': ['teacher', 'student', 'warmStart', 'grpo', 'distill'],
   'grpo-student': ['teacher', 'student', 'warmStart', 'grpo', 'distill'],
   evaluate: ['teacher', 'student', 'warmStart', 'grpo', 'distill', 'evaluation'],
+  claims: ['teacher', 'warmStart', 'grpo', 'evaluation', 'claims'],
 };
 
 /** The result an earlier run of a phase left (whatever its config), if any. */
@@ -84,9 +84,10 @@ function fingerprintOf(config: RunConfig, phase: PhaseName): string {
 
 /**
  * The whole run: warm-start (SFT) the teacher, GRPO it, warm-start the student the same way, distil
- * the student from the RL teacher's verified traces, train the same student config by GRPO for the
- * distillation's wall-clock time, evaluate all four on held-out prompts with voting, and write
- * `report.json` and `report.html`. Each phase saves its checkpoint (Hugging Face-style folder with
+ * the student from the RL teacher's verified traces, train the same student config by GRPO for
+ * `grpo.studentSteps` steps (a step budget, reproducible from the seed), evaluate all four on
+ * held-out prompts with voting, with `claims.enabled` run the claims phase (see `runClaims`), and
+ * write `report.json` and `report.html`. Each phase saves its checkpoint (Hugging Face-style folder with
  * an ONNX export) and a record; re-running with the same config skips finished phases.
  */
 export async function runTeacherStudent(options: RunOptions): Promise<Report> {
@@ -161,11 +162,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
   const warmStartData = splits.train
     .slice(0, config.warmStart.examples)
     .map((problem) =>
-      encodeExample(
-        tokenizer,
-        problem.prompt,
-        solveWithSlips(problem, slipRng, config.warmStart.slipRate),
-      ),
+      encodeExample(tokenizer, problem.prompt, solveStyled(problem, slipRng, config.warmStart)),
     );
   const warmStart = (size: RunConfig['teacher'], label: string) => async () => {
     const result = await runSft({
@@ -231,8 +228,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
     }),
   );
 
-  // 3. Baseline: the same student config trained by GRPO for the distillation's wall-clock time.
-  const distillTimeMs = distill.traceMs + distill.trainMs;
+  // 3. Baseline: the same student config trained by GRPO for a fixed number of steps.
   const grpoStudent = await phase('grpo-student', ['rl-student'], async () => {
     const result = await runGrpo({
       runtime,
@@ -240,19 +236,13 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
       train: splits.train,
       heldOut: splits.eval,
       config: config.grpo,
-      // The wall-clock budget stops it; this cap is never reached.
-      maxSteps: STUDENT_MAX_STEPS,
+      maxSteps: config.grpo.studentSteps,
       maxNewTokens: config.maxNewTokens,
       seed: config.seed + 1,
       outputDir: join(outDir, 'grpo', 'student'),
       label: 'grpo-student',
-      budgetMs: distillTimeMs,
       log,
-      progress: phaseProgress(
-        'GRPO student (s of budget)',
-        Math.round(distillTimeMs / 1000),
-        progressMode,
-      ),
+      progress: phaseProgress('GRPO student', config.grpo.studentSteps, progressMode),
     });
     const { checkpoint, ...rest } = result;
     return { result: rest satisfies GrpoPhaseResult, checkpoints: { 'rl-student': checkpoint } };
@@ -288,7 +278,25 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
     return { result: results };
   });
 
-  // 5. The distilled student leaves as GGUF (llama.cpp / Ollama), replaced only when retrained now.
+  // 5. The claims (`--claims`): ablation arms from the SFT teacher and the thinking-budget sweep.
+  let claims: ClaimsResult | undefined;
+  if (config.claims.enabled) {
+    claims = await phase('claims', [], async () => ({
+      result: await runClaims({
+        config,
+        runtime,
+        outDir,
+        sftTeacher: await load('sft-teacher'),
+        rlTeacher: await load('rl-teacher'),
+        train: splits.train,
+        heldOut: splits.eval,
+        progressMode,
+        log,
+      }),
+    }));
+  }
+
+  // 6. The distilled student leaves as GGUF (llama.cpp / Ollama), replaced only when retrained now.
   const gguf = await exportStudentGguf(
     outDir,
     await load('distilled-student'),
@@ -312,6 +320,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
     grpoStudent,
     distill,
     evaluations,
+    claims,
     totalMs: performance.now() - started,
   });
   await writeFile(join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);

@@ -23,7 +23,7 @@ export function summaryTable(report: Report): string {
       ['target', 'measured', 'met'],
       report.targets.map((target) => [
         target.goal,
-        target.value.toFixed(2),
+        `${target.value.toFixed(2)} ${target.unit ?? ''}`.trim(),
         target.met ? 'yes' : 'NO',
       ]),
     ),

@@ -90,6 +90,55 @@ export function solveWithSlips(
   return `${THINK_OPEN}${steps.join(',')}${THINK_CLOSE}${ANSWER_OPEN}${previous}${ANSWER_CLOSE}`;
 }
 
+/** How the warm-start solver writes its traces (each trace picks one style). */
+export type TraceStyle = {
+  /** Per-step slip probability (see {@link solveWithSlips}). */
+  slipRate: number;
+  /**
+   * Probability of the short style: no intermediate steps, `<think></think>` and the answer the
+   * solver computes in its head, which slips once per operation with probability `slipRate`
+   * (so long chains answered short are wrong more often than long chains written out).
+   */
+  shortRate: number;
+  /**
+   * Probability of a hedged answer: the trace's final value plus 1–3 other digits, in random order,
+   * as a list (`<answer>7,1</answer>`). A single-number verifier rejects it; a naive checker that
+   * accepts "gold appears in the answer" rewards it — the exploit the reward-hacking claim shows.
+   */
+  hedgeRate: number;
+};
+
+/** One warm-start trace written in a style drawn by {@link TraceStyle}. */
+export function solveStyled(
+  problem: Pick<ModArithProblem, 'terms' | 'operators'>,
+  rng: Rng,
+  style: TraceStyle,
+): string {
+  const short = style.shortRate > 0 && rng.next() < style.shortRate;
+  let text = solveWithSlips(problem, rng, style.slipRate);
+  if (short) text = text.replace(/<think>.*<\/think>/, `${THINK_OPEN}${THINK_CLOSE}`);
+  if (style.hedgeRate > 0 && rng.next() < style.hedgeRate) {
+    const answer = /<answer>(\d)<\/answer>/.exec(text)![1]!;
+    const digits = [answer];
+    const extra = 1 + rng.nextInt(3);
+    while (digits.length < extra + 1) {
+      const digit = String(rng.nextInt(10));
+      if (!digits.includes(digit)) digits.push(digit);
+    }
+    for (let index = digits.length - 1; index > 0; index--) {
+      const other = rng.nextInt(index + 1);
+      [digits[index], digits[other]] = [digits[other]!, digits[index]!];
+    }
+    text = text.replace(/<answer>\d<\/answer>/, `${ANSWER_OPEN}${digits.join(',')}${ANSWER_CLOSE}`);
+  }
+  return text;
+}
+
+/** Number of operands of a prompt (its difficulty), e.g. 4 for `(3+5-9+2)%10=`. */
+export function termsOf(prompt: string): number {
+  return (prompt.match(/[+-]/g) ?? []).length + 1;
+}
+
 function drawProblem(rng: Rng, config: TaskConfig, id: string): ModArithProblem {
   const count = config.minTerms + rng.nextInt(config.maxTerms - config.minTerms + 1);
   const terms = Array.from({ length: count }, (_, index) =>

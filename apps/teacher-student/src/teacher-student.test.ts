@@ -18,7 +18,7 @@ describe('teacher-student --quick, end to end', () => {
 
   beforeAll(async () => {
     outDir = await mkdtemp(join(tmpdir(), 'rlvr-teacher-student-'));
-    const { config } = configFromArgs(['--quick', '--out', outDir]);
+    const { config } = configFromArgs(['--quick', '--claims', '--out', outDir]);
     report = await runTeacherStudent({
       config,
       progress: 'silent',
@@ -72,7 +72,33 @@ describe('teacher-student --quick, end to end', () => {
     expect(json.grpo.teacher.history.length).toBe(json.config.grpo.maxSteps);
     expect(json.grpo.student.history.length).toBeGreaterThan(0);
     expect(json.distill.kept).toBeGreaterThan(0);
-    expect(json.targets).toHaveLength(5);
+    expect(json.targets.map((target) => target.name)).toEqual([
+      'GRPO gain',
+      'distillation retention',
+      'distillation vs RL on the student',
+      'test-time compute',
+      'run time',
+      'reward hacking (naive checker)',
+      'dynamic sampling (zero-variance filtering)',
+      'length penalty trades accuracy for cost',
+      'accuracy scales with thinking budget',
+      'length grows with accuracy (RL)',
+    ]);
+    for (const target of json.targets) {
+      expect(Number.isFinite(target.value), target.name).toBe(true);
+      expect(target.unit.length, target.name).toBeGreaterThan(0);
+    }
+    // The RL-only student's budget is in steps (reproducible), not wall-clock.
+    expect(json.grpo.student.history).toHaveLength(json.config.grpo.studentSteps);
+    // Every claim arm ran its steps and has held-out checks (sampled pass@1, length by difficulty).
+    const claims = json.claims!;
+    for (const arm of [claims.naiveReward, claims.noDynamicSampling, claims.lengthPenalty]) {
+      expect(arm.history).toHaveLength(json.config.claims.steps);
+      expect(arm.history.at(-1)!.heldOut!.byTerms.length).toBeGreaterThan(0);
+    }
+    expect(claims.thinkingBudget[0]!.budget).toBe(0);
+    expect(claims.thinkingBudget.length).toBeGreaterThan(2);
+    expect(claims.hacking.total).toBeGreaterThan(0);
     for (const record of json.grpo.teacher.history) {
       for (const key of [
         'reward',
@@ -140,9 +166,33 @@ describe('teacher-student --quick, end to end', () => {
       expect(result.console.filter((line) => /error|Uncaught/i.test(line))).toEqual([]);
       const total = Number(/data-charts-total="(\d+)"/.exec(result.dom)?.[1]);
       const rendered = Number(/data-charts-rendered="(\d+)"/.exec(result.dom)?.[1]);
-      expect(total).toBeGreaterThanOrEqual(8);
+      expect(total).toBeGreaterThanOrEqual(24);
       expect(rendered).toBe(total);
-      for (const id of ['reward', 'length', 'kl', 'entropy', 'zero-std', 'pass-at-k', 'maj-at-k']) {
+      for (const id of [
+        'reward',
+        'length',
+        'kl',
+        'entropy',
+        'zero-std',
+        'pass-at-k',
+        'maj-at-k',
+        'sft-loss',
+        'distill-loss',
+        'held-out-sampled',
+        'reward-wall',
+        'grpo-loss',
+        'grad-norm',
+        'clip-fraction',
+        'learning-rate',
+        'length-by-difficulty',
+        'accuracy-by-difficulty',
+        'reward-hacking',
+        'reward-hacking-held-out',
+        'dynamic-sampling',
+        'length-penalty',
+        'length-penalty-accuracy',
+        'thinking-budget',
+      ]) {
         expect(result.dom).toContain(`data-chart="${id}"`);
       }
     },

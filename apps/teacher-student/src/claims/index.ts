@@ -1,0 +1,75 @@
+import type { Checkpoint } from '@rlvr/model';
+import { type ArmContext, type ArmResult, runArm, type Transcript, transcripts } from './arms.js';
+import { type BudgetPoint, thinkingBudgetCurve } from './budget.js';
+
+export type { ArmResult, Transcript } from './arms.js';
+export type { BudgetPoint } from './budget.js';
+export { claimTargets } from './targets.js';
+
+/** What the claims phase measured (`report.json` → `claims`). */
+export type ClaimsResult = {
+  /** GRPO steps of each arm; the teacher run's held-out check at this step is the control. */
+  steps: number;
+  /** (a) The teacher's GRPO rewarded by the naive checker instead of the math verifier. */
+  naiveReward: ArmResult;
+  /** Held-out transcripts of the naive arm's final policy with both verdicts. */
+  hacking: { examples: Transcript[]; total: number; caught: number; hedged: number };
+  /** (b) The same run with `dynamicSampling: false`. */
+  noDynamicSampling: ArmResult;
+  /** (c) The same run with a soft length penalty (`overlong`). */
+  lengthPenalty: ArmResult;
+  lengthPenaltySettings: { maxLength: number; bufferLength: number; penaltyFactor: number };
+  /** (d) Accuracy of the RL teacher with its reasoning cut at B tokens. */
+  thinkingBudget: BudgetPoint[];
+};
+
+const strip = ({ checkpoint: _checkpoint, ...rest }: ArmResult & { checkpoint: Checkpoint }) =>
+  rest;
+
+/**
+ * The claims phase: three GRPO arms from the SFT teacher with the teacher run's seed and settings
+ * for `claims.steps` steps — (a) the naive checker as the correctness reward, (b) dynamic sampling
+ * off, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
+ * from 4 tokens on, reaching `claims.lengthPenaltyFactor` at `maxNewTokens`) — and (d) the RL
+ * teacher's thinking-budget curve on the held-out prompts. (e), length growing with accuracy,
+ * reads the teacher run's own held-out checks. The controls of (a)–(c) are the teacher run's held-out
+ * check at the same step, so each arm costs one GRPO run.
+ */
+export async function runClaims(
+  context: ArmContext & { rlTeacher: Checkpoint },
+): Promise<ClaimsResult> {
+  const { config } = context;
+  const heldOut = context.heldOut.slice(0, config.grpo.evalPrompts);
+  const naive = await runArm(context, 'naive-reward', { reward: 'naive' });
+  const hacking = await transcripts(context.runtime, naive.checkpoint, heldOut, {
+    maxNewTokens: config.maxNewTokens,
+    seed: config.seed + 11,
+    samples: 2,
+  });
+  const noDynamic = await runArm(context, 'no-dynamic-sampling', {
+    overrides: { dynamicSampling: false },
+  });
+  const lengthPenaltySettings = {
+    maxLength: config.maxNewTokens,
+    bufferLength: config.maxNewTokens - 4,
+    penaltyFactor: config.claims.lengthPenaltyFactor,
+  };
+  const lengthPenalty = await runArm(context, 'length-penalty', {
+    overrides: { overlong: lengthPenaltySettings },
+  });
+  context.log('[claims] thinking-budget sweep of the RL teacher');
+  const thinkingBudget = await thinkingBudgetCurve(context.runtime, context.rlTeacher, heldOut, {
+    maxNewTokens: config.maxNewTokens,
+    seed: config.seed + 13,
+    samples: 4,
+  });
+  return {
+    steps: config.claims.steps,
+    naiveReward: strip(naive),
+    hacking,
+    noDynamicSampling: strip(noDynamic),
+    lengthPenalty: strip(lengthPenalty),
+    lengthPenaltySettings,
+    thinkingBudget,
+  };
+}

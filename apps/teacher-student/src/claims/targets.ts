@@ -1,0 +1,147 @@
+import type { GrpoStepRecord, HeldOutCheck } from '../grpo.js';
+import type { ArmResult } from './arms.js';
+import type { ClaimsResult } from './index.js';
+
+/** One row of the targets table: a claim, its threshold, the measured value. */
+export type Target = {
+  name: string;
+  goal: string;
+  value: number;
+  unit: string;
+  met: boolean;
+  /** The numbers behind the value, in words. */
+  detail?: string;
+};
+
+type Run = { history: GrpoStepRecord[]; initialHeldOut?: HeldOutCheck };
+
+const meanOf = (values: number[]) =>
+  values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
+const pct = (value: number) => `${(100 * value).toFixed(1)}%`;
+
+/** Mean of a training metric over the first and last fifth of a run. */
+function firstLast(history: GrpoStepRecord[], pick: (record: GrpoStepRecord) => number) {
+  const count = Math.max(1, Math.floor(history.length / 5));
+  return [
+    meanOf(history.slice(0, count).map(pick)),
+    meanOf(history.slice(-count).map(pick)),
+  ] as const;
+}
+
+/** The held-out check of a run at a step (or its last one). */
+function checkAt(run: Run, step?: number): HeldOutCheck | undefined {
+  const records = run.history.filter(
+    (record) => record.heldOut !== undefined && (step === undefined || record.step <= step),
+  );
+  return records.at(-1)?.heldOut;
+}
+
+const EMPTY: HeldOutCheck = {
+  sampledAccuracy: 0,
+  greedyAccuracy: 0,
+  meanLength: 0,
+  hedgeRate: 0,
+  byTerms: [],
+};
+
+/** (e) Length grows with accuracy during the teacher's GRPO (held-out checks, first vs last). */
+export function lengthGrowthTarget(teacher: Run): Target {
+  const first = teacher.initialHeldOut ?? EMPTY;
+  const last = checkAt(teacher) ?? EMPTY;
+  const lengthGain = last.meanLength - first.meanLength;
+  const accuracyGain = 100 * (last.sampledAccuracy - first.sampledAccuracy);
+  const hardest = (check: HeldOutCheck) => check.byTerms.at(-1);
+  const hardFirst = hardest(first);
+  const hardLast = hardest(last);
+  return {
+    name: 'length grows with accuracy (RL)',
+    goal: 'teacher GRPO: held-out mean length +≥1 token and sampled pass@1 +≥5 points',
+    value: lengthGain,
+    unit: 'tokens',
+    met: lengthGain >= 1 && accuracyGain >= 5,
+    detail: `length ${first.meanLength.toFixed(1)} → ${last.meanLength.toFixed(1)} tokens, sampled pass@1 ${pct(first.sampledAccuracy)} → ${pct(last.sampledAccuracy)}${hardFirst && hardLast ? `; ${hardLast.terms}-term prompts: length ${hardFirst.meanLength.toFixed(1)} → ${hardLast.meanLength.toFixed(1)}, pass@1 ${pct(hardFirst.sampledAccuracy)} → ${pct(hardLast.sampledAccuracy)}` : ''}`,
+  };
+}
+
+function hackingTarget(teacher: Run, claims: ClaimsResult): Target {
+  const naive = claims.naiveReward.history;
+  const [naiveFirst, naiveLast] = firstLast(naive, (record) => {
+    // `reward/correct/mean` of the naive arm is the naive checker's verdict.
+    return record.accuracy;
+  });
+  const [trueFirst, trueLast] = firstLast(naive, (record) => record.robustAccuracy);
+  const gap = 100 * (naiveLast - naiveFirst - (trueLast - trueFirst));
+  const naiveCheck = checkAt(claims.naiveReward) ?? EMPTY;
+  const robustCheck = checkAt(teacher, claims.steps) ?? EMPTY;
+  const h = claims.hacking;
+  return {
+    name: 'reward hacking (naive checker)',
+    goal: 'naive-reward arm: naive-reward gain − true-accuracy gain ≥ 5 points, and more hedged held-out answers than the robust-verifier run',
+    value: gap,
+    unit: 'points',
+    met: gap >= 5 && naiveCheck.hedgeRate > robustCheck.hedgeRate,
+    detail: `naive reward ${pct(naiveFirst)} → ${pct(naiveLast)}, true accuracy ${pct(trueFirst)} → ${pct(trueLast)} (training samples, first → last fifth); held-out at step ${claims.steps}: hedged answers ${pct(naiveCheck.hedgeRate)} (naive reward) vs ${pct(robustCheck.hedgeRate)} (verifier reward), sampled pass@1 ${pct(naiveCheck.sampledAccuracy)} vs ${pct(robustCheck.sampledAccuracy)}; the robust verifier rejected ${h.caught} of ${h.total} final held-out samples the naive checker accepted (${h.hedged} hedged lists)`,
+  };
+}
+
+function dynamicTarget(teacher: Run, claims: ClaimsResult): Target {
+  const on = checkAt(teacher, claims.steps) ?? EMPTY;
+  const off = checkAt(claims.noDynamicSampling) ?? EMPTY;
+  const zero = (history: GrpoStepRecord[]) => meanOf(history.map((record) => record.fracZeroStd));
+  const onHistory = teacher.history.filter((record) => record.step <= claims.steps);
+  const value = 100 * (on.sampledAccuracy - off.sampledAccuracy);
+  return {
+    name: 'dynamic sampling (zero-variance filtering)',
+    goal: `held-out sampled pass@1 at step ${claims.steps}: dynamic sampling on ≥ off`,
+    value,
+    unit: 'points',
+    met: value >= 0,
+    detail: `on ${pct(on.sampledAccuracy)} vs off ${pct(off.sampledAccuracy)}; zero-variance fraction of sampled groups ${pct(zero(onHistory))} (on, such groups resampled/dropped) vs ${pct(zero(claims.noDynamicSampling.history))} (off, trained on with zero advantage)`,
+  };
+}
+
+function lengthPenaltyTarget(teacher: Run, claims: ClaimsResult): Target {
+  const free = checkAt(teacher, claims.steps) ?? EMPTY;
+  const penalized = checkAt(claims.lengthPenalty) ?? EMPTY;
+  const ratio = free.meanLength > 0 ? penalized.meanLength / free.meanLength : 0;
+  return {
+    name: 'length penalty trades accuracy for cost',
+    goal: `held-out mean length with the penalty ≤ 0.8 × without (step ${claims.steps})`,
+    value: ratio,
+    unit: '× length',
+    met: ratio > 0 && ratio <= 0.8,
+    detail: `length ${penalized.meanLength.toFixed(1)} vs ${free.meanLength.toFixed(1)} tokens, sampled pass@1 ${pct(penalized.sampledAccuracy)} vs ${pct(free.sampledAccuracy)} (penalty ${claims.lengthPenaltySettings.penaltyFactor} from ${claims.lengthPenaltySettings.maxLength - claims.lengthPenaltySettings.bufferLength} tokens on)`,
+  };
+}
+
+function budgetTarget(claims: ClaimsResult): Target {
+  const curve = claims.thinkingBudget;
+  const none = curve[0]?.accuracy ?? 0;
+  const full = curve.at(-1)?.accuracy ?? 0;
+  const value = 100 * (full - none);
+  return {
+    name: 'accuracy scales with thinking budget',
+    goal: 'RL teacher held-out accuracy at the full reasoning budget ≥ at B = 0 + 10 points',
+    value,
+    unit: 'points',
+    met: value >= 10,
+    detail: curve
+      .map((point) => `B=${point.budget}: ${pct(point.accuracy)} (${point.tokens.toFixed(1)} tok)`)
+      .join(', '),
+  };
+}
+
+/** The claims' rows of the targets table; (a)–(d) only when the claims phase ran. */
+export function claimTargets(teacher: Run, claims: ClaimsResult | undefined): Target[] {
+  const rows = [lengthGrowthTarget(teacher)];
+  if (claims === undefined) return rows;
+  return [
+    hackingTarget(teacher, claims),
+    dynamicTarget(teacher, claims),
+    lengthPenaltyTarget(teacher, claims),
+    budgetTarget(claims),
+    ...rows,
+  ];
+}
+
+export type { ArmResult };

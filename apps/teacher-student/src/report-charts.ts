@@ -1,0 +1,305 @@
+import { CHART_COLORS, type ChartSeries, lineChart } from '@rlvr/report';
+import type { GrpoStepRecord, HeldOutCheck } from './grpo.js';
+import type { Report } from './report.js';
+
+type Point = [number, number];
+const color = (index: number) => CHART_COLORS[index % CHART_COLORS.length]!;
+/** EMA weight of the per-step training curves (raw drawn faint behind). */
+const SMOOTHING = 0.6;
+
+const series = (
+  name: string,
+  index: number,
+  history: readonly GrpoStepRecord[],
+  pick: (record: GrpoStepRecord) => number | undefined,
+  options: { dashed?: boolean; x?: (record: GrpoStepRecord) => number } = {},
+): ChartSeries => ({
+  name,
+  color: color(index),
+  dashed: options.dashed ?? false,
+  points: history
+    .map((record) => [options.x ? options.x(record) : record.step, pick(record)] as const)
+    .filter((entry): entry is Point => entry[1] !== undefined && Number.isFinite(entry[1])),
+});
+
+/** Held-out checks of a run as `[step, value]`, starting with the check before step 1. */
+const checks = (
+  run: { history: readonly GrpoStepRecord[]; initialHeldOut?: HeldOutCheck },
+  pick: (check: HeldOutCheck) => number | undefined,
+): Point[] =>
+  [
+    ...(run.initialHeldOut ? [[0, pick(run.initialHeldOut)] as const] : []),
+    ...run.history
+      .filter((record) => record.heldOut !== undefined)
+      .map((record) => [record.step, pick(record.heldOut!)] as const),
+  ].filter((entry): entry is Point => entry[1] !== undefined && Number.isFinite(entry[1]));
+
+const lossCurve = (losses: readonly number[]): Point[] =>
+  losses.map((loss, index) => [index + 1, loss]);
+
+/** Charts of the main run's training: losses, GRPO optimizer signals, held-out checks. */
+export function trainingCharts(report: Report): string[] {
+  const teacher = report.grpo.teacher;
+  const student = report.grpo.student;
+  const both = (
+    id: string,
+    title: string,
+    yLabel: string,
+    pick: (record: GrpoStepRecord) => number,
+    extra: { yMin?: number; yMax?: number } = {},
+  ) =>
+    lineChart({
+      id,
+      title,
+      xLabel: 'GRPO step',
+      yLabel,
+      smoothing: SMOOTHING,
+      ...extra,
+      series: [
+        series('teacher', 0, teacher.history, pick),
+        series('RL-only student', 3, student.history, pick, { dashed: true }),
+      ],
+    });
+  return [
+    lineChart({
+      id: 'sft-loss',
+      title: 'Warm-start (SFT) loss',
+      xLabel: 'SFT step',
+      yLabel: 'nats / token',
+      smoothing: SMOOTHING,
+      yMin: 0,
+      series: [
+        { name: 'teacher', color: color(0), points: lossCurve(report.warmStart.teacher.losses) },
+        { name: 'student', color: color(3), points: lossCurve(report.warmStart.student.losses) },
+      ],
+    }),
+    lineChart({
+      id: 'distill-loss',
+      title: 'Distillation loss (student on verified teacher traces)',
+      xLabel: 'distillation step',
+      yLabel: 'nats / token',
+      smoothing: SMOOTHING,
+      yMin: 0,
+      series: [{ name: 'student', color: color(3), points: lossCurve(report.distill.losses) }],
+    }),
+    lineChart({
+      id: 'held-out-sampled',
+      title: 'Held-out sampled pass@1 during GRPO',
+      xLabel: 'GRPO step',
+      yLabel: 'accuracy (temperature 1)',
+      yMin: 0,
+      yMax: 1,
+      series: [
+        { name: 'teacher', color: color(0), points: checks(teacher, (c) => c.sampledAccuracy) },
+        {
+          name: 'RL-only student',
+          color: color(3),
+          dashed: true,
+          points: checks(student, (c) => c.sampledAccuracy),
+        },
+      ],
+    }),
+    lineChart({
+      id: 'reward-wall',
+      title: 'GRPO reward against wall-clock time',
+      xLabel: 'seconds since the phase started',
+      yLabel: 'mean reward',
+      smoothing: SMOOTHING,
+      yMin: 0,
+      series: [
+        series('teacher', 0, teacher.history, (r) => r.reward, { x: (r) => r.elapsedMs / 1000 }),
+        series('RL-only student', 3, student.history, (r) => r.reward, {
+          dashed: true,
+          x: (r) => r.elapsedMs / 1000,
+        }),
+      ],
+    }),
+    both('grpo-loss', 'GRPO loss', 'loss', (r) => r.loss),
+    both('grad-norm', 'Gradient norm (before clipping)', 'L2 norm', (r) => r.gradNorm, { yMin: 0 }),
+    both('clip-fraction', 'Clipped token fraction', 'fraction', (r) => r.clipFraction, {
+      yMin: 0,
+    }),
+    both('learning-rate', 'Learning rate', 'lr', (r) => r.learningRate, { yMin: 0 }),
+  ];
+}
+
+/** (e) The teacher's held-out length and sampled pass@1 per difficulty over GRPO steps. */
+export function growthCharts(report: Report): string[] {
+  const teacher = report.grpo.teacher;
+  const terms = [
+    ...new Set((teacher.initialHeldOut?.byTerms ?? []).map((bucket) => bucket.terms)),
+  ].sort((a, b) => a - b);
+  const byTerms = (pick: (bucket: HeldOutCheck['byTerms'][number]) => number) =>
+    terms.map((count, index) => ({
+      name: `${count} terms`,
+      color: color(index),
+      points: checks(teacher, (check) => {
+        const bucket = check.byTerms.find((entry) => entry.terms === count);
+        return bucket === undefined ? undefined : pick(bucket);
+      }),
+    }));
+  return [
+    lineChart({
+      id: 'length-by-difficulty',
+      title: 'Held-out response length during GRPO, by difficulty',
+      xLabel: 'GRPO step',
+      yLabel: 'mean tokens (sampled)',
+      yMin: 0,
+      series: byTerms((bucket) => bucket.meanLength),
+    }),
+    lineChart({
+      id: 'accuracy-by-difficulty',
+      title: 'Held-out sampled pass@1 during GRPO, by difficulty',
+      xLabel: 'GRPO step',
+      yLabel: 'accuracy',
+      yMin: 0,
+      yMax: 1,
+      series: byTerms((bucket) => bucket.sampledAccuracy),
+    }),
+  ];
+}
+
+/** (a)–(d): the claims phase's charts (none when it did not run). */
+export function claimCharts(report: Report): string[] {
+  const claims = report.claims;
+  if (claims === undefined) return [];
+  const teacher = {
+    ...report.grpo.teacher,
+    history: report.grpo.teacher.history.filter((record) => record.step <= claims.steps),
+  };
+  const naive = claims.naiveReward;
+  const rlTeacher = report.evaluation.find((entry) => entry.name === 'RL teacher');
+  return [
+    lineChart({
+      id: 'reward-hacking',
+      title: 'Reward hacking: GRPO rewarded by a naive checker',
+      xLabel: 'GRPO step',
+      yLabel: 'fraction of training samples',
+      smoothing: SMOOTHING,
+      yMin: 0,
+      yMax: 1,
+      series: [
+        series('naive reward', 1, naive.history, (r) => r.accuracy),
+        series('true accuracy (verifier)', 0, naive.history, (r) => r.robustAccuracy),
+        series('hedged answers', 4, naive.history, (r) => r.hedgeRate, { dashed: true }),
+      ],
+    }),
+    lineChart({
+      id: 'reward-hacking-held-out',
+      title: 'Held-out: naive-checker vs verifier reward',
+      xLabel: 'GRPO step',
+      yLabel: 'fraction (sampled)',
+      yMin: 0,
+      yMax: 1,
+      series: [
+        {
+          name: 'pass@1, naive reward',
+          color: color(1),
+          points: checks(naive, (c) => c.sampledAccuracy),
+        },
+        {
+          name: 'pass@1, verifier reward',
+          color: color(0),
+          points: checks(teacher, (c) => c.sampledAccuracy),
+        },
+        {
+          name: 'hedged, naive reward',
+          color: color(1),
+          dashed: true,
+          points: checks(naive, (c) => c.hedgeRate),
+        },
+        {
+          name: 'hedged, verifier reward',
+          color: color(0),
+          dashed: true,
+          points: checks(teacher, (c) => c.hedgeRate),
+        },
+      ],
+    }),
+    lineChart({
+      id: 'dynamic-sampling',
+      title: 'Dynamic sampling on / off',
+      xLabel: 'GRPO step',
+      yLabel: 'fraction',
+      yMin: 0,
+      yMax: 1,
+      series: [
+        {
+          name: 'held-out pass@1, on',
+          color: color(0),
+          points: checks(teacher, (c) => c.sampledAccuracy),
+        },
+        {
+          name: 'held-out pass@1, off',
+          color: color(1),
+          points: checks(claims.noDynamicSampling, (c) => c.sampledAccuracy),
+        },
+        series('zero-variance groups, on', 0, teacher.history, (r) => r.fracZeroStd, {
+          dashed: true,
+        }),
+        series(
+          'zero-variance groups, off',
+          1,
+          claims.noDynamicSampling.history,
+          (r) => r.fracZeroStd,
+          { dashed: true },
+        ),
+      ],
+    }),
+    lineChart({
+      id: 'length-penalty',
+      title: 'Length penalty: held-out response length',
+      xLabel: 'GRPO step',
+      yLabel: 'mean tokens (sampled)',
+      yMin: 0,
+      series: [
+        { name: 'no penalty', color: color(0), points: checks(teacher, (c) => c.meanLength) },
+        {
+          name: 'length penalty',
+          color: color(1),
+          points: checks(claims.lengthPenalty, (c) => c.meanLength),
+        },
+      ],
+    }),
+    lineChart({
+      id: 'length-penalty-accuracy',
+      title: 'Length penalty: held-out sampled pass@1',
+      xLabel: 'GRPO step',
+      yLabel: 'accuracy',
+      yMin: 0,
+      yMax: 1,
+      series: [
+        { name: 'no penalty', color: color(0), points: checks(teacher, (c) => c.sampledAccuracy) },
+        {
+          name: 'length penalty',
+          color: color(1),
+          points: checks(claims.lengthPenalty, (c) => c.sampledAccuracy),
+        },
+      ],
+    }),
+    lineChart({
+      id: 'thinking-budget',
+      title: 'Test-time compute: thinking budget vs voting (RL teacher)',
+      xLabel: 'tokens spent per prompt (log scale)',
+      yLabel: 'held-out accuracy',
+      logX: true,
+      yMin: 0,
+      yMax: 1,
+      series: [
+        {
+          name: 'reasoning cut at B tokens',
+          color: color(0),
+          points: claims.thinkingBudget.map((p) => [p.tokens, p.accuracy] as Point),
+        },
+        {
+          name: 'maj@k (k full samples)',
+          color: color(1),
+          dashed: true,
+          points: (rlTeacher?.curve ?? []).map(
+            (p) => [p.k * (rlTeacher?.meanLength ?? 0), p.majAtK] as Point,
+          ),
+        },
+      ],
+    }),
+  ];
+}
