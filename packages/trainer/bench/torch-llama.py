@@ -1,6 +1,6 @@
 """Same Llama architecture and step as bench/trainer.bench.ts, in PyTorch (CPU), for the ratio.
 
-Usage: python3 torch-llama.py HIDDEN LAYERS HEADS INTERMEDIATE VOCAB BATCH SEQ STEPS THREADS
+Usage: python3 torch-llama.py HIDDEN LAYERS HEADS INTERMEDIATE VOCAB BATCH SEQ STEPS THREADS [KV_HEADS]
 Prints one JSON line: {"tokensPerSecond": ...}.
 """
 import json
@@ -11,6 +11,7 @@ import time
 import torch
 
 hidden, layers, heads, inter, vocab, batch, seq, steps, threads = map(int, sys.argv[1:10])
+kv_heads = int(sys.argv[10]) if len(sys.argv) > 10 else heads
 torch.manual_seed(0)
 torch.set_num_threads(threads)
 head_dim = hidden // heads
@@ -36,8 +37,8 @@ class Layer(torch.nn.Module):
         super().__init__()
         self.ln1, self.ln2 = RMSNorm(hidden), RMSNorm(hidden)
         self.q = torch.nn.Linear(hidden, hidden, bias=False)
-        self.k = torch.nn.Linear(hidden, hidden, bias=False)
-        self.v = torch.nn.Linear(hidden, hidden, bias=False)
+        self.k = torch.nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.v = torch.nn.Linear(hidden, kv_heads * head_dim, bias=False)
         self.o = torch.nn.Linear(hidden, hidden, bias=False)
         self.gate = torch.nn.Linear(hidden, inter, bias=False)
         self.up = torch.nn.Linear(hidden, inter, bias=False)
@@ -47,8 +48,11 @@ class Layer(torch.nn.Module):
         b, t, _ = x.shape
         h = self.ln1(x)
         q = self.q(h).view(b, t, heads, head_dim).transpose(1, 2)
-        k = self.k(h).view(b, t, heads, head_dim).transpose(1, 2)
-        v = self.v(h).view(b, t, heads, head_dim).transpose(1, 2)
+        k = self.k(h).view(b, t, kv_heads, head_dim).transpose(1, 2)
+        v = self.v(h).view(b, t, kv_heads, head_dim).transpose(1, 2)
+        if kv_heads != heads:
+            k = k.repeat_interleave(heads // kv_heads, dim=1)
+            v = v.repeat_interleave(heads // kv_heads, dim=1)
         q, k = rope(q, cos, sin), rope(k, cos, sin)
         scores = q @ k.transpose(-1, -2) / math.sqrt(head_dim) + mask
         attention = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, hidden)

@@ -1,10 +1,13 @@
 /**
  * Training throughput (forward + backward + AdamW) of @rlvr/trainer at batch 16 × 128 for the 0.8M
- * and 5M configs on every tfjs backend that loads here, with achieved GFLOP/s, and the same
- * architecture in PyTorch (CPU) side by side when `/usr/bin/python3 -c "import torch"` works.
+ * and 5M configs of issue #14, side by side with the same architecture in PyTorch (CPU, OpenBLAS
+ * when installed) when `/usr/bin/python3 -c "import torch"` works: ours and the peer alternate,
+ * `BENCH_ROUNDS` rounds of `BENCH_STEPS` steps each, and the table shows medians and the ratio.
  *
  * Run: `pnpm --filter @rlvr/trainer bench` (or `npx tsx bench/trainer.bench.ts` in this folder).
- * Env: BENCH_STEPS (default 5), BENCH_BACKENDS (default "wasm,cpu"), TORCH_THREADS (default 1).
+ * Env: BENCH_STEPS (default 3), BENCH_ROUNDS (default 3), BENCH_VARIANTS (default "default";
+ * comma-separated from "default" = what `selectBackend()` picks, "wasm-xnnpack" = wasm with
+ * `matMul: 'backend'`, "cpu"), TORCH_THREADS (default 2: both cores).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -12,34 +15,58 @@ import { fileURLToPath } from 'node:url';
 import { createRng } from '@rlvr/core';
 import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import {
-  type BackendName,
   createLlamaModel,
   createPolicyTrainer,
+  type SelectBackendOptions,
   selectBackend,
   type TokenSequence,
 } from '../src/index.js';
 
 const BATCH = 16;
 const SEQ = 128;
-const STEPS = Number(process.env.BENCH_STEPS ?? 5);
-const BACKENDS = (process.env.BENCH_BACKENDS ?? 'wasm,cpu').split(',') as BackendName[];
-const TORCH_THREADS = Number(process.env.TORCH_THREADS ?? 1);
+const STEPS = Number(process.env.BENCH_STEPS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const TORCH_THREADS = Number(process.env.TORCH_THREADS ?? 2);
+const VARIANTS: Record<string, SelectBackendOptions> = {
+  default: {},
+  'wasm-xnnpack': { candidates: ['wasm'], matMul: 'backend' },
+  cpu: { candidates: ['cpu'] },
+};
+const CHOSEN = (process.env.BENCH_VARIANTS ?? 'default').split(',');
 
-const CONFIGS = {
+type Spec = {
+  hidden_size: number;
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  num_key_value_heads: number;
+  intermediate_size: number;
+  vocab_size: number;
+};
+const CONFIGS: Record<string, Spec> = {
   '0.8M': {
     hidden_size: 128,
     num_hidden_layers: 4,
     num_attention_heads: 4,
+    num_key_value_heads: 4,
     intermediate_size: 352,
+    vocab_size: 64,
   },
-  '5M': { hidden_size: 256, num_hidden_layers: 6, num_attention_heads: 8, intermediate_size: 688 },
-} as const;
+  '5M': {
+    hidden_size: 256,
+    num_hidden_layers: 6,
+    num_attention_heads: 8,
+    num_key_value_heads: 4,
+    intermediate_size: 688,
+    vocab_size: 1024,
+  },
+};
 
-/** Training FLOPs per token: 6 × (non-embedding + head) params + attention (fwd 4·T·d per layer, ×3). */
-function flopsPerToken(spec: (typeof CONFIGS)[keyof typeof CONFIGS], vocab: number) {
+/** Training FLOPs per token: 6 × (matrix params incl. head) + attention (fwd 4·T·d per layer, ×3). */
+function flopsPerToken(spec: Spec): number {
   const d = spec.hidden_size;
-  const matrixParams =
-    spec.num_hidden_layers * (4 * d * d + 3 * d * spec.intermediate_size) + d * vocab;
+  const kv = (d / spec.num_attention_heads) * spec.num_key_value_heads;
+  const perLayer = 2 * d * d + 2 * d * kv + 3 * d * spec.intermediate_size;
+  const matrixParams = spec.num_hidden_layers * perLayer + d * spec.vocab_size;
   return 6 * matrixParams + 3 * spec.num_hidden_layers * 4 * SEQ * d;
 }
 
@@ -60,61 +87,89 @@ function torchAvailable(): boolean {
   }
 }
 
-const rows: string[] = [];
+const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
+
+function torchRound(spec: Spec): number {
+  const script = fileURLToPath(new URL('./torch-llama.py', import.meta.url));
+  const threads = { OMP_NUM_THREADS: String(TORCH_THREADS) };
+  const env = existsSync(OPENBLAS)
+    ? { ...process.env, ...threads, LD_LIBRARY_PATH: OPENBLAS }
+    : { ...process.env, ...threads };
+  const args = [
+    spec.hidden_size,
+    spec.num_hidden_layers,
+    spec.num_attention_heads,
+    spec.intermediate_size,
+    spec.vocab_size,
+    BATCH,
+    SEQ,
+    STEPS,
+    TORCH_THREADS,
+    spec.num_key_value_heads,
+  ];
+  const out = execFileSync('/usr/bin/python3', [script, ...args.map(String)], {
+    env,
+    encoding: 'utf8',
+  });
+  return (JSON.parse(out.trim().split('\n').at(-1)!) as { tokensPerSecond: number })
+    .tokensPerSecond;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 const torch = torchAvailable();
+const table: string[] = [];
+const load = () =>
+  (execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0] ?? '?').trim();
+console.log(`load average at start: ${load()}`);
 for (const [name, spec] of Object.entries(CONFIGS)) {
-  const vocab = 64;
-  const config = parseLlamaConfig({ ...spec, vocab_size: vocab, max_position_embeddings: 256 });
-  const flops = flopsPerToken(spec, vocab);
-  for (const backend of BACKENDS) {
-    if (backend === 'cpu' && name !== '0.8M') continue; // pure JS: ~1 GFLOP/s, one config is enough
-    await selectBackend({ candidates: [backend] });
+  const config = parseLlamaConfig({ ...spec, max_position_embeddings: 256 });
+  const flops = flopsPerToken(spec);
+  const ours = new Map<string, number[]>();
+  const trainers = [];
+  for (const variant of CHOSEN) {
+    if (variant === 'cpu' && name !== '0.8M') continue; // pure JS: ~1 GFLOP/s, one config is enough
+    const selected = await selectBackend(VARIANTS[variant]);
     const model = await createLlamaModel(createRandomCheckpoint(config, { seed: 1 }));
     const trainer = await createPolicyTrainer(model, { schedule: { learningRate: 1e-4 } });
-    const sequences = batch(2, vocab);
-    trainer.sftStep(sequences); // warm-up
-    const steps = backend === 'cpu' ? 1 : STEPS;
-    const start = performance.now();
-    for (let step = 0; step < steps; step++) trainer.sftStep(sequences);
-    const seconds = (performance.now() - start) / 1000;
-    const tokensPerSecond = (BATCH * SEQ * steps) / seconds;
-    rows.push(
-      `${name.padEnd(5)} ${`tfjs-${backend}`.padEnd(14)} params ${(model.parameterCount / 1e6).toFixed(2)}M  ${tokensPerSecond.toFixed(0).padStart(6)} train tok/s  ${((tokensPerSecond * flops) / 1e9).toFixed(1).padStart(5)} GFLOP/s`,
-    );
-    console.log(rows.at(-1));
+    const label = `${variant} (${selected.name}, matMul ${selected.matMul})`;
+    trainer.sftStep(batch(2, spec.vocab_size)); // warm-up (sessions, kernels)
+    trainers.push({ label, trainer, model, steps: variant === 'cpu' ? 1 : STEPS });
+    ours.set(label, []);
+  }
+  const peer: number[] = [];
+  const sequences = batch(2, spec.vocab_size);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const { label, trainer, steps } of trainers) {
+      const start = performance.now();
+      for (let step = 0; step < steps; step++) trainer.sftStep(sequences);
+      ours.get(label)!.push((BATCH * SEQ * steps) / ((performance.now() - start) / 1000));
+    }
+    if (torch) peer.push(torchRound(spec));
+  }
+  for (const { trainer, model } of trainers) {
     trainer.dispose();
     model.dispose();
   }
-  if (torch) {
-    const script = fileURLToPath(new URL('./torch-llama.py', import.meta.url));
-    const openblas = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
-    const env = existsSync(openblas)
-      ? { ...process.env, LD_LIBRARY_PATH: openblas, OMP_NUM_THREADS: String(TORCH_THREADS) }
-      : { ...process.env, OMP_NUM_THREADS: String(TORCH_THREADS) };
-    const args = [
-      spec.hidden_size,
-      spec.num_hidden_layers,
-      spec.num_attention_heads,
-      spec.intermediate_size,
-      vocab,
-      BATCH,
-      SEQ,
-      STEPS,
-      TORCH_THREADS,
-    ];
-    const out = execFileSync('/usr/bin/python3', [script, ...args.map(String)], {
-      env,
-      encoding: 'utf8',
-    });
-    const { tokensPerSecond } = JSON.parse(out.trim().split('\n').at(-1)!) as {
-      tokensPerSecond: number;
-    };
-    rows.push(
-      `${name.padEnd(5)} ${'pytorch-cpu'.padEnd(14)} ${existsSync(openblas) ? 'OpenBLAS' : 'default BLAS'}, ${TORCH_THREADS} thread(s)  ${tokensPerSecond.toFixed(0).padStart(6)} train tok/s  ${((tokensPerSecond * flops) / 1e9).toFixed(1).padStart(5)} GFLOP/s`,
+  const peerRate = torch ? median(peer) : Number.NaN;
+  const gflops = (rate: number) => ((rate * flops) / 1e9).toFixed(1);
+  for (const [label, rates] of ours) {
+    const rate = median(rates);
+    const ratio = torch ? `${(rate / peerRate).toFixed(2)}×` : 'n/a';
+    table.push(
+      `| ${name} | ${label} | ${rate.toFixed(0)} (${gflops(rate)} GFLOP/s) | ${torch ? `${peerRate.toFixed(0)} (${gflops(peerRate)} GFLOP/s)` : 'n/a'} | ${ratio} |`,
     );
-    console.log(rows.at(-1));
+    console.log(
+      `${name} ${label}: ${rates.map((r) => r.toFixed(0)).join(', ')} tok/s; PyTorch: ${peer.map((r) => r.toFixed(0)).join(', ')}`,
+    );
   }
 }
+const peerName = `PyTorch + ${existsSync(OPENBLAS) ? 'OpenBLAS' : 'default BLAS'}, ${TORCH_THREADS} thread(s)`;
+console.log(
+  `\nmedians of ${ROUNDS} alternating rounds × ${STEPS} steps, load average now ${load()}`,
+);
+console.log(`| config | @rlvr/trainer tok/s | ${peerName} tok/s | ratio |`);
+console.log('|---|---|---|---|');
+for (const row of table) console.log(row.replace(/^\| (\S+) \| (.+?) \| /, '| $1, $2 | '));
 if (!torch) {
   console.log(
     'PyTorch side-by-side skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch libopenblas0-openmp).',
