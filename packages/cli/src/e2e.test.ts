@@ -10,13 +10,18 @@ const run = promisify(execFile);
 const packageDir = resolve(import.meta.dirname, '..');
 const bin = join(packageDir, 'dist', 'cli.js');
 
-/** The commands of the README's "Quick start" block, in order. */
-function quickStart(): string[] {
+/** The commands of the README's `sh` block under `heading`, in order. */
+function readmeBlock(heading: string): string[] {
   const readme = readFileSync(join(packageDir, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Quick start'));
+  const section = readme.slice(readme.indexOf(heading));
   const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
-  return block.split('\n').filter((line) => line.trim() !== '');
+  return block
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, ''))
+    .filter((line) => line.trim() !== '');
 }
+
+const quickStart = () => readmeBlock('## Quick start');
 
 /** Runs `rlvr …` (the built binary) or `cd DIR` like a shell would. */
 async function shell(line: string, cwd: string): Promise<{ cwd: string; stdout: string }> {
@@ -138,6 +143,15 @@ describe('rlvr (built binary, end to end)', () => {
     expect(existsSync(join(project, 'runs/grpo/model/model.safetensors'))).toBe(true);
   });
 
+  it('should run the README export examples', async () => {
+    const lines = readmeBlock('## Export');
+    expect(lines).toHaveLength(2);
+    for (const line of lines) await shell(line, project);
+    const gguf = readFileSync(join(project, 'exported', 'model.gguf'));
+    expect(gguf.subarray(0, 4).toString('latin1')).toBe('GGUF');
+    expect(existsSync(join(project, 'exported', 'onnx', 'model.onnx'))).toBe(true);
+  });
+
   it('should refuse to rerun into the same folders without --overwrite, then replace with it', async () => {
     const again = run(process.execPath, [bin, 'grpo', '--config', 'grpo.yaml'], { cwd: project });
     await expect(again).rejects.toMatchObject({
@@ -150,5 +164,10 @@ describe('rlvr (built binary, end to end)', () => {
       code: 2,
       stderr: expect.stringMatching(/eval-results\.json': the file exists; pass --overwrite/),
     });
+    const results = join(project, 'runs/grpo/eval-results.json');
+    const before = readFileSync(results, 'utf8');
+    const replaced = await shell('rlvr eval --config eval.yaml --set n=2 --overwrite', project);
+    expect(replaced.stdout).toMatch(/12 prompts × 2 samples/);
+    expect(readFileSync(results, 'utf8')).not.toBe(before);
   });
 });
