@@ -13,8 +13,15 @@ import {
 import { type TraceSettings, teacherWeightsHash } from './trace-file.js';
 import type { PromptRecord } from './trace-record.js';
 
-/** Sampling settings of {@link generateTraces}: a `SampleRequest` without `prompts` and `n`. */
-export type TraceSamplingOptions = Omit<SampleRequest, 'prompts' | 'n' | 'returnModelLogprobs'>;
+/**
+ * Sampling settings of {@link generateTraces}: a `SampleRequest` without `prompts` and `n`, and
+ * without the DeepConf fields (`topLogprobs`, `confidenceStop`): a trace cut by a confidence stop is
+ * not a complete teacher answer, so generateTraces does not offer them (they are `UNKNOWN_OPTION`).
+ */
+export type TraceSamplingOptions = Omit<
+  SampleRequest,
+  'prompts' | 'n' | 'returnModelLogprobs' | 'topLogprobs' | 'confidenceStop'
+>;
 
 /** What identifies the teacher in the traces file's fingerprint. */
 export type TraceTeacher = {
