@@ -15,15 +15,16 @@ const LOWEST_FLOAT = -3.4028234663852886e38;
 /**
  * Emits the last kept entry `[value [R,1], id [R,1]]` of the exact top-p nucleus of each row
  * without sorting the vocabulary: the nucleus is the sorted prefix (descending `z`, ties to the
- * lower id) of every entry whose preceding mass is below `target`.
+ * lower id) of every entry whose preceding mass is below `target`. `row` holds the processed
+ * logits `z` `[R, V]`, their row max, `shifted = z − max` and `weights = exp(shifted)`.
  *
- * 1. A histogram of the weights over `NUCLEUS_BUCKETS` equal value intervals between the row's
- *    lowest weighted value and its max (one `ScatterElements` with `add`): bucket index is
- *    monotone in `z`, so the buckets above the boundary bucket hold entries that precede it.
- * 2. The boundary bucket is the lowest one whose mass above (reverse cumulative sum) stays below
- *    `target`; every entry above it is kept.
- * 3. Only the entries of that bucket are sorted (`TopK` with k = the largest bucket over the
- *    rows) and walked with the mass above as the starting cumulative mass, as the full sort does.
+ * 1. A histogram of the weights over `NUCLEUS_BUCKETS` equal value intervals from the row's max
+ *    down to its lowest weighted value (one `ScatterElements` with `add`; bucket 0 holds the
+ *    max): the bucket index is monotone in `z`, so lower buckets hold entries that come first.
+ * 2. The boundary bucket is the highest one whose mass before it (exclusive cumulative sum)
+ *    stays below `target`; every entry of a lower bucket is kept.
+ * 3. Only the entries of that bucket are sorted (`TopK` with k = the largest such bucket over the
+ *    rows) and walked from the mass before the bucket, as the full sort walks them.
  *
  * The kept set is the one of a full sort; the cumulative masses are summed in another order, so a
  * boundary decided by float32 rounding (target within ~1e-7 relative of a prefix mass) may differ.
@@ -32,24 +33,23 @@ const LOWEST_FLOAT = -3.4028234663852886e38;
 export function emitHistogramNucleus(
   c: GraphBuilder,
   g: GraphBuilder,
-  z: string,
-  max: string,
-  weights: string,
+  row: { z: string; max: string; shifted: string; weights: string },
   target: string,
   vocab: number,
 ): [string, string] {
-  const { INT64 } = DataType;
+  const { FLOAT, INT64 } = DataType;
+  const { z, max, shifted, weights } = row;
   const axis1 = g.int64([1]);
   const one = g.int64([1], [1, 1]);
   const buckets = Math.min(NUCLEUS_BUCKETS, vocab);
-  const lowest = c.op('Max', [
-    c.op('ReduceMin', [z], { axes: [1], keepdims: 1 }),
-    c.op('Sub', [max, g.float([WEIGHTLESS])]),
-  ]);
-  const span = c.op('Max', [c.op('Sub', [max, lowest]), g.float([1e-30])]);
-  const position = c.op('Mul', [c.op('Sub', [z, lowest]), c.op('Div', [g.float([buckets]), span])]);
-  const clamped = c.op('Clip', [position, g.float([0]), g.float([buckets - 1])]);
-  const bucket = c.op('Cast', [clamped], { to: INT32 }); // [R, V], truncation = floor here
+  // bucket = ⌊(max − z) · buckets / span⌋, capped; span = max − lowest weighted value
+  const depth = c.op('Max', [
+    c.op('ReduceMin', [shifted], { axes: [1], keepdims: 1 }),
+    g.float([-WEIGHTLESS]),
+  ]); // −span, in [−128, 0]
+  const scale = c.op('Div', [g.float([buckets]), c.op('Min', [depth, g.float([-1e-30])])]);
+  const position = c.op('Min', [c.op('Mul', [shifted, scale]), g.float([buckets - 1])]);
+  const bucket = c.op('Cast', [position], { to: INT32 }); // [R, V], ≥ 0: truncation = floor
   const rowsByBuckets = c.op(
     'Concat',
     [c.op('Slice', [c.op('Shape', [z]), g.int64([0]), g.int64([1])]), g.int64([buckets])],
@@ -60,19 +60,21 @@ export function emitHistogramNucleus(
     [c.op('ConstantOfShape', [rowsByBuckets]), bucket, weights],
     { axis: 1, reduction: 'add' },
   );
-  // mass of the buckets above each bucket; the boundary bucket is the lowest with mass above < target
-  const above = c.op('CumSum', [histogram, g.int64([1], [])], { exclusive: 1, reverse: 1 });
-  const reaching = c.op(
+  // mass before each bucket; the boundary bucket is the last whose mass before stays < target
+  const before = c.op('CumSum', [histogram, g.int64([1], [])], { exclusive: 1 });
+  const below = c.op(
     'ReduceSum',
-    [c.op('Cast', [c.op('GreaterOrEqual', [above, target])], { to: INT64 }), axis1],
+    [c.op('Cast', [c.op('Less', [before, target])], { to: INT64 }), axis1],
     { keepdims: 1 },
   );
-  const chosen = c.op('Min', [reaching, g.int64([buckets - 1], [1, 1])]); // [R, 1]
-  const massAbove = c.op('GatherElements', [above, chosen], { axis: 1 });
+  const chosen = c.op('Sub', [c.op('Max', [below, one]), one]); // [R, 1]
+  const massBefore = c.op('GatherElements', [before, chosen], { axis: 1 });
   const inBucket = c.op('Equal', [bucket, c.op('Cast', [chosen], { to: INT32 })]);
-  const perRow = c.op('ReduceSum', [c.op('Cast', [inBucket], { to: INT64 }), axis1], {
-    keepdims: 1,
-  });
+  const perRow = c.op(
+    'Cast',
+    [c.op('ReduceSum', [c.op('Cast', [inBucket], { to: FLOAT }), axis1], { keepdims: 1 })],
+    { to: INT64 },
+  );
   const k = c.op('Max', [c.op('ReduceMax', [perRow], { keepdims: 0 }), g.int64([1], [])]);
   const [values, indices] = c.add(
     'TopK',
@@ -86,13 +88,13 @@ export function emitHistogramNucleus(
     c.op('Exp', [c.op('Sub', [values, max])]),
     g.float([0]),
   ]);
-  const before = c.op('Add', [
-    massAbove,
+  const preceding = c.op('Add', [
+    massBefore,
     c.op('CumSum', [sortedWeights, g.int64([1], [])], { exclusive: 1 }),
   ]);
   const count = c.op(
     'ReduceSum',
-    [c.op('Cast', [c.op('And', [valid, c.op('Less', [before, target])])], { to: INT64 }), axis1],
+    [c.op('Cast', [c.op('And', [valid, c.op('Less', [preceding, target])])], { to: INT64 }), axis1],
     { keepdims: 1 },
   );
   const lastKept = c.op('Sub', [c.op('Max', [count, one]), one]);

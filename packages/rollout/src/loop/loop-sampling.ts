@@ -147,7 +147,13 @@ export function emitSample(
               'nucleus_search',
               [FLOAT, INT64],
               (c) =>
-                emitHistogramNucleus(c, g, z, max, weights, c.op('Mul', [total, s.topP]), vocab),
+                emitHistogramNucleus(
+                  c,
+                  g,
+                  { z, max, shifted, weights },
+                  c.op('Mul', [total, s.topP]),
+                  vocab,
+                ),
               (c) => tier(c, 0),
             )
           : tier(b, 0)
