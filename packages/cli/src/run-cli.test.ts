@@ -357,6 +357,28 @@ describe('runCli', () => {
       stderr: expect.stringContaining(`config key 'filter.prefer' (in --set)`),
     });
     expect(existsSync(at('runs/distill-bad'))).toBe(false);
+    const logits = await cli(
+      ...args,
+      '--set',
+      `outputDir=${at('runs/distill-logits')}`,
+      '--set',
+      'loss={type: logits, divergence: forward-kl, sftWeight: 0.5}',
+    );
+    expect(logits).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(/^distill: \d+ traces/),
+    });
+    const badLoss = await cli(
+      ...args,
+      '--set',
+      `outputDir=${at('runs/distill-x')}`,
+      '--set',
+      'loss.type=kd',
+    );
+    expect(badLoss).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`config key 'loss.type' (in --set)`),
+    });
     const unknown = await cli(...args, '--set', 'traces.samples=3');
     expect(unknown.stderr).toContain(`config key 'traces.samples' (in --set): unknown key`);
   });

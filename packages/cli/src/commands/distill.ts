@@ -13,9 +13,10 @@ import {
   generateTraces,
   readTraces,
   type TraceRecord,
+  teacherFromModel,
 } from '@rlvr/distill';
 import type { Checkpoint } from '@rlvr/model';
-import { TRAINER_DEFAULTS } from '@rlvr/trainer';
+import { createLlamaModel, TRAINER_DEFAULTS } from '@rlvr/trainer';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
@@ -113,9 +114,10 @@ export const distillCommand: Command = {
 answers), rewards (the verifier: a trace is accepted when its weighted reward ≥
 traces.acceptThreshold), outputDir, traces (generateTraces: k, sampling { maxNewTokens,
 temperature, topP, …, seed }, acceptThreshold, batchSize, keepLogprobs), filter (filterTraces:
-maxPerPrompt, prefer, maxTokens, dropTruncated, dedupeThreshold), loss (distillStudent's: {type:
-sft}), epochs, batchSize, pack, seed, saveEvery, the PolicyTrainer keys (schedule, optimizer,
-maxGradNorm, …), reportTo, backend, sampler. The traces go to outputDir/traces.jsonl (resumed
+maxPerPrompt, prefer, maxTokens, dropTruncated, dedupeThreshold), loss (distillStudent's:
+{type: sft}, or {type: logits, divergence: forward-kl|reverse-kl|jsd, beta?, temperature?,
+sftWeight?} against the teacher's distributions), epochs, batchSize, pack, seed, saveEvery, the
+PolicyTrainer keys (schedule, optimizer, maxGradNorm, …), reportTo, backend, sampler. The traces go to outputDir/traces.jsonl (resumed
 when the teacher and settings are the same; another teacher's file is refused without
 --overwrite).`,
   example: `rlvr distill --config distill.yaml --set traces.k=8
@@ -136,11 +138,11 @@ schedule: { learningRate: 3e-3 }`,
     const resume = values.resume === true;
     checkRunFolder(outputDir, { overwrite: context.overwrite, resume });
     const loss = values.loss as DistillLoss;
-    if (loss?.type !== 'sft') {
+    if (loss?.type !== 'sft' && loss?.type !== 'logits') {
       throw new ConfigError({
         key: 'loss.type',
         source: source('loss'),
-        message: `rlvr distill trains with { type: sft } on the traces (logit distillation needs a teacher model in memory: use @rlvr/distill from TypeScript), got ${JSON.stringify(loss)}`,
+        message: `expected sft (cross-entropy on the traces) or logits (a divergence to the teacher's distributions, e.g. { type: logits, divergence: forward-kl }), got ${JSON.stringify((loss as { type?: unknown } | undefined)?.type)}`,
         code: ErrorCode.INVALID_ARGUMENT,
       });
     }
@@ -184,16 +186,27 @@ schedule: { learningRate: 3e-3 }`,
       outputDir,
     });
     await selectTrainingBackend(values.backend);
-    const result = await trainStudent({
-      context,
-      phase: 'distill',
-      student: student.checkpoint,
-      traces: kept,
-      encodePrompt: (prompt) => tokenizer.encode(prompt),
-      loss,
-      outputDir,
-      resume,
-    });
+    // Logit distillation scores the student against the teacher's full distributions.
+    const teacherModel =
+      loss.type === 'logits' ? await createLlamaModel(teacher.checkpoint) : undefined;
+    let result: Awaited<ReturnType<typeof trainStudent>>;
+    try {
+      result = await trainStudent({
+        context,
+        phase: 'distill',
+        student: student.checkpoint,
+        traces: kept,
+        encodePrompt: (prompt) => tokenizer.encode(prompt),
+        loss:
+          loss.type === 'logits' && teacherModel
+            ? { ...loss, teacher: teacherFromModel(teacherModel) }
+            : loss,
+        outputDir,
+        resume,
+      });
+    } finally {
+      teacherModel?.dispose();
+    }
     io.stdout(
       `distill: ${kept.length} traces, ${result.steps} steps, final loss ${result.lastLoss.toFixed(4)}; model saved to ${result.modelDir}\n`,
     );
