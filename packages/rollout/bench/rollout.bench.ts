@@ -1,44 +1,61 @@
 /**
- * Rollout throughput, side by side with transformers.js on the same exported ONNX folder:
- * `pnpm --filter @rlvr/rollout bench` (BENCH_MODELS=0.8M,5M,58M to choose; default all three).
+ * Rollout throughput beside transformers.js and llama.cpp, on the same random weights:
+ * `npx tsx bench/rollout.bench.ts [--sizes 5M,58M] [--repeats 3] [--peer-repeats 3] [--ghz 4.1]
+ * [--peers transformers.js,llama.cpp]`
+ * (from packages/rollout).
  *
- * Prompt 32 tokens, 128 new tokens (EOS ignored), temperature 0.8, G = 64 sequences of one prompt.
- * transformers.js ignores top_p and num_return_sequences when sampling, so it gets 64 identical
- * rows and top-p 1; our rows are reported at top-p 1 (comparable) and top-p 0.9 (exact nucleus),
- * for the `optimum` engine (one session.run per token) and the `loop` engine (in-graph sampling,
- * 16 tokens per session.run). Each of our timings is the median of BENCH_REPEATS runs (default 3;
- * transformers.js runs once). The machine is shared and noisy: compare rows of one run, not runs.
+ * G = 64 samples of one 32-token prompt, 128 new tokens (EOS ignored), temperature 0.8.
+ * - transformers.js 4.3 on the exported ONNX folder (it ignores `top_p` and
+ *   `num_return_sequences` when sampling, so it gets 64 rows of the prompt, top-p 1);
+ * - llama.cpp through node-llama-cpp 3.21.1 (the dev dependency of @rlvr/model, resolved from its
+ *   folder): F32 GGUF weights, F32 KV cache, `topK: 0, topP: 1`, 64 parallel sequences of one
+ *   context, 2 threads;
+ * - @rlvr/rollout's `loop` engine at top-p 1 and exact top-p 0.9 (2 workers × 1 thread, and
+ *   in-process × 2 threads at top-p 1), plus new weights → first token.
+ *
+ * Every row is the median of its repeats, run alternately (peer, ours, …) in one process; the
+ * load average is printed with the table. The machine may be shared: compare rows of one run.
+ * % of fp32 peak = model matmul FLOP/s ÷ (cores × 2 FMA pipes × fp32 lanes of the widest vector
+ * unit in /proc/cpuinfo flags × 2 flop × GHz; GHz from --ghz, default 4.1, Zen 5 boost).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 import { createRng } from '@rlvr/core';
 import {
+  buildCharTokenizer,
   type Checkpoint,
   countParameters,
   createRandomCheckpoint,
+  exportGguf,
   type LlamaConfig,
   parseLlamaConfig,
   saveCheckpoint,
   writeOnnxModel,
 } from '@rlvr/model';
-import { createOnnxSampler } from '../src/index.js';
+import { createOnnxSampler, type OnnxSampler } from '../src/index.js';
 
+const { values: args } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '5M,58M' },
+    repeats: { type: 'string', default: '3' },
+    'peer-repeats': { type: 'string', default: '3' },
+    ghz: { type: 'string', default: '4.1' },
+    peers: { type: 'string', default: 'transformers.js,llama.cpp' },
+  },
+});
 const PROMPT = 32;
 const NEW = 128;
-const G = Number(process.env.BENCH_G ?? 64);
-const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
-const PEAK_GFLOPS = 528; // fp32 FMA peak of the 2 vCPUs (2 × 2 × 8 lanes × 2 × ~4.1 GHz)
+const G = 64;
+const TEMPERATURE = 0.8;
+const REPEATS = Number(args.repeats);
+const PEER_REPEATS = Number(args['peer-repeats']);
 
 const CONFIGS: Record<string, Record<string, unknown>> = {
-  '0.8M': {
-    vocab_size: 64,
-    hidden_size: 128,
-    num_hidden_layers: 4,
-    num_attention_heads: 4,
-    num_key_value_heads: 2,
-    intermediate_size: 384,
-  },
   '5M': {
     vocab_size: 1024,
     hidden_size: 256,
@@ -57,11 +74,25 @@ const CONFIGS: Record<string, Record<string, unknown>> = {
   },
 };
 
+/** fp32 FMA peak of this machine in GFLOP/s, and how it was computed. */
+function fp32Peak(): { gflops: number; how: string } {
+  const info = readFileSync('/proc/cpuinfo', 'utf8');
+  const lanes = /\bavx512f\b/.test(info) ? 16 : /\bavx2\b/.test(info) ? 8 : 4;
+  const unit = lanes === 16 ? 'AVX-512' : lanes === 8 ? 'AVX2' : 'SSE';
+  const cores = cpus().length;
+  const ghz = Number(args.ghz);
+  const nominal = /cpu MHz\s*:\s*([\d.]+)/.exec(info)?.[1];
+  const gflops = cores * 2 * lanes * 2 * ghz;
+  return {
+    gflops,
+    how: `${cores} cores × 2 FMA pipes × ${lanes} fp32 lanes (${unit}, from /proc/cpuinfo flags) × 2 flop × ${ghz} GHz (--ghz; /proc/cpuinfo says ${nominal ?? '?'} MHz) = ${gflops.toFixed(0)} GFLOP/s`,
+  };
+}
+
 /** Matmul FLOPs of generating NEW tokens after a PROMPT-token prompt, per sequence (2 per MAC). */
 function flopsPerSequence(config: LlamaConfig): number {
   const h = config.hidden_size;
-  const headDim = h / config.num_attention_heads;
-  const kv = config.num_key_value_heads * headDim;
+  const kv = config.num_key_value_heads * config.head_dim;
   const perToken =
     config.num_hidden_layers * (2 * h * h + 2 * h * kv + 3 * h * config.intermediate_size) +
     h * config.vocab_size;
@@ -73,17 +104,20 @@ function flopsPerSequence(config: LlamaConfig): number {
   return flops;
 }
 
-async function timeIt<T>(fn: () => Promise<T>): Promise<[T, number]> {
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+
+async function seconds(fn: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
-  const result = await fn();
-  return [result, (performance.now() - started) / 1000];
+  await fn();
+  return (performance.now() - started) / 1000;
 }
 
-async function transformersJs(dir: string, prompt: number[], temperature: number): Promise<number> {
+/** transformers.js on the exported folder: a generate() of G rows of the prompt. */
+async function openTransformersJs(root: string, name: string, prompt: number[]) {
   const { AutoModelForCausalLM, Tensor, env } = await import('@huggingface/transformers');
   env.allowRemoteModels = false;
-  env.localModelPath = dirname(dir);
-  const model = await AutoModelForCausalLM.from_pretrained(basename(dir), {
+  env.localModelPath = root;
+  const model = await AutoModelForCausalLM.from_pretrained(name, {
     dtype: 'fp32',
     local_files_only: true,
     device: 'cpu',
@@ -95,149 +129,256 @@ async function transformersJs(dir: string, prompt: number[], temperature: number
     });
   const input = new Tensor('int64', ids, [G, PROMPT]);
   const mask = new Tensor('int64', new BigInt64Array(G * PROMPT).fill(1n), [G, PROMPT]);
-  const run = () =>
+  const generate = (tokens: number, sample: boolean) =>
     model.generate({
       input_ids: input,
       attention_mask: mask,
-      do_sample: true,
-      temperature,
+      do_sample: sample,
+      temperature: TEMPERATURE,
       top_k: 0,
-      max_new_tokens: NEW,
-      min_new_tokens: NEW,
+      max_new_tokens: tokens,
+      min_new_tokens: tokens,
     } as never);
-  await model.generate({
-    input_ids: input,
-    attention_mask: mask,
-    max_new_tokens: 2,
-    min_new_tokens: 2,
-  } as never);
-  const [, seconds] = await timeIt(run);
-  await model.dispose();
-  return seconds;
+  await generate(2, false);
+  return { run: () => generate(NEW, true), dispose: () => model.dispose() };
 }
 
-function dirname(path: string): string {
-  return path.slice(0, path.lastIndexOf('/'));
-}
-function basename(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1);
+/** The part of node-llama-cpp 3.21 this bench drives (it is not a dependency of this package). */
+type LlamaCppSequence = {
+  evaluate(
+    tokens: number[],
+    options: { temperature: number; topK: number; topP: number },
+  ): AsyncGenerator<number>;
+  dispose(): void;
+};
+type LlamaCppModule = {
+  LlamaLogLevel: { error: unknown };
+  getLlama(options: object): Promise<{
+    loadModel(options: { modelPath: string; gpuLayers: number }): Promise<{
+      createContext(options: object): Promise<{
+        getSequence(): LlamaCppSequence;
+        dispose(): Promise<void>;
+      }>;
+      dispose(): Promise<void>;
+    }>;
+  }>;
+};
+
+/** llama.cpp (node-llama-cpp from @rlvr/model's dev dependencies): G parallel sequences. */
+async function openLlamaCpp(path: string, prompt: number[]) {
+  const require = createRequire(new URL('../../model/package.json', import.meta.url));
+  const { getLlama, LlamaLogLevel } = (await import(
+    pathToFileURL(require.resolve('node-llama-cpp')).href
+  )) as LlamaCppModule;
+  const llama = await getLlama({
+    gpu: false,
+    build: 'never',
+    skipDownload: true,
+    logLevel: LlamaLogLevel.error,
+  });
+  const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+  const context = await model.createContext({
+    sequences: G,
+    contextSize: PROMPT + NEW + 32,
+    threads: 2,
+    flashAttention: false,
+    experimentalKvCacheKeyType: 'F32',
+    experimentalKvCacheValueType: 'F32',
+  });
+  const options = { temperature: TEMPERATURE, topK: 0, topP: 1 };
+  const generate = (count: number) =>
+    Promise.all(
+      Array.from({ length: G }, async () => {
+        const sequence = context.getSequence();
+        let produced = 0;
+        for await (const _ of sequence.evaluate(prompt, options)) {
+          if (++produced >= count) break;
+        }
+        sequence.dispose();
+      }),
+    );
+  await generate(2);
+  return {
+    run: () => generate(NEW),
+    dispose: async () => {
+      await context.dispose();
+      await model.dispose();
+    },
+  };
 }
 
-const rows: string[][] = [];
-const header = [
-  'model',
-  'params',
-  'engine',
-  'setting',
-  'tokens/s',
-  'vs transformers.js',
-  'GFLOP/s',
-  '% fp32 peak',
-];
-const names = (process.env.BENCH_MODELS ?? '0.8M,5M,58M').split(',');
-const sync: string[] = [];
+type Row = { label: string; setting: string; times: number[] };
 
-for (const name of names) {
+/** Builds the models of one size in a temporary folder and measures every row alternately. */
+async function benchSize(name: string, peak: number) {
   const config = parseLlamaConfig({
     model_type: 'llama',
     max_position_embeddings: 512,
     ...CONFIGS[name],
   });
-  const checkpoint: Checkpoint = createRandomCheckpoint(config, { seed: 1, std: 0.05 });
-  const params = countParameters(config);
+  const tokenizer = buildCharTokenizer({ characters: 'abcdefghijklmnopqrstuvwxyz' });
+  const checkpoint: Checkpoint = {
+    ...createRandomCheckpoint(config, { seed: 1, std: 0.05 }),
+    tokenizer,
+  };
   const rng = createRng(7);
   const prompt = Array.from({ length: PROMPT }, () => 4 + rng.nextInt(config.vocab_size - 4));
-  const flops = flopsPerSequence(config) * G;
-  const tokens = G * NEW;
   const root = await mkdtemp(join(tmpdir(), 'rlvr-bench-'));
-  const dir = join(root, `model-${name}`);
-  await saveCheckpoint(dir, checkpoint);
-  await writeOnnxModel(dir, checkpoint);
-  const add = (engine: string, setting: string, seconds: number, baseline?: number) => {
-    const gflops = flops / seconds / 1e9;
-    rows.push([
-      name,
-      `${(params / 1e6).toFixed(1)}M`,
-      engine,
-      setting,
-      (tokens / seconds).toFixed(0),
-      baseline ? `${(baseline / seconds).toFixed(2)}×` : '1.00×',
-      gflops.toFixed(1),
-      `${((100 * gflops) / PEAK_GFLOPS).toFixed(1)}%`,
-    ]);
-    console.error(`${name} ${engine} ${setting}: ${seconds.toFixed(2)} s`);
+  const folder = `model-${name}`;
+  await saveCheckpoint(join(root, folder), checkpoint);
+  await writeOnnxModel(join(root, folder), checkpoint);
+  const ggufPath = join(root, 'model.gguf');
+  await writeFile(ggufPath, exportGguf(checkpoint, { dtype: 'f32' }));
+
+  const rows: Row[] = [];
+  const tasks: { row: Row; run: () => Promise<unknown>; repeats: number }[] = [];
+  const closers: (() => Promise<unknown>)[] = [];
+  const add = (label: string, setting: string, run: () => Promise<unknown>, repeats: number) => {
+    const row = { label, setting, times: [] };
+    rows.push(row);
+    tasks.push({ row, run, repeats });
   };
-  let baseline: number | undefined;
+  const peers = args.peers!.split(',');
   try {
-    baseline = await transformersJs(dir, prompt, 0.8);
-    add('transformers.js 4.3', 'top-p 1 (64 rows)', baseline);
+    if (!peers.includes('transformers.js')) throw new Error('left out (--peers)');
+    const tjs = await openTransformersJs(root, folder, prompt);
+    closers.push(tjs.dispose);
+    add('transformers.js 4.3', 'top-p 1 (64 rows)', tjs.run, PEER_REPEATS);
   } catch (error) {
     console.error(`transformers.js failed on ${name}: ${String(error)}`);
   }
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
-  const variants = [
-    { engine: 'optimum', workers: 1, threads: 2, topPs: [1] },
-    { engine: 'loop', workers: 1, threads: 2, topPs: [1, 0.9] },
-    { engine: 'loop', workers: 2, threads: 1, topPs: [1, 0.9] },
-  ] as const;
-  for (const { engine, workers, threads, topPs } of variants) {
+  try {
+    if (!peers.includes('llama.cpp')) throw new Error('left out (--peers)');
+    const cpp = await openLlamaCpp(ggufPath, prompt);
+    closers.push(cpp.dispose);
+    add('llama.cpp (node-llama-cpp 3.21.1)', 'F32, 64 sequences, 2 threads', cpp.run, PEER_REPEATS);
+  } catch (error) {
+    console.error(`llama.cpp failed on ${name}: ${String(error)}`);
+  }
+  const samplers: Record<string, OnnxSampler> = {};
+  for (const [key, workers, threads] of [
+    ['2w', 2, 1],
+    ['0w', 0, 2],
+  ] as const) {
     const sampler = await createOnnxSampler({
       checkpoint,
-      engine,
+      engine: 'loop',
       workers,
       threads,
       eosTokenIds: [],
     });
     await sampler.sample({ prompts: [prompt], n: 2, maxNewTokens: 2, seed: 0 });
-    for (const topP of topPs) {
-      const times: number[] = [];
-      for (let repeat = 0; repeat < REPEATS; repeat++) {
-        const [, seconds] = await timeIt(() =>
-          sampler.sample({
-            prompts: [prompt],
-            n: G,
-            maxNewTokens: NEW,
-            temperature: 0.8,
-            topP,
-            seed: 1 + repeat,
-          }),
-        );
-        times.push(seconds);
-      }
-      add(
-        `@rlvr/rollout ${engine}`,
-        `${workers}w×${threads}t top-p ${topP}`,
-        median(times),
-        baseline,
-      );
-    }
-    if (engine === 'loop' && name !== '0.8M') {
-      const syncs: number[] = [];
-      for (let repeat = 0; repeat < REPEATS; repeat++) {
-        const next = createRandomCheckpoint(config, { seed: 2 + repeat, std: 0.05 });
-        const [, seconds] = await timeIt(async () => {
-          await sampler.updateWeights({ step: 1 + repeat, tensors: next.tensors });
-          await sampler.sample({ prompts: [prompt], n: 1, maxNewTokens: 1, seed: 0 });
-        });
-        syncs.push(seconds);
-      }
-      const timing = sampler.lastWeightSync!;
-      sync.push(
-        `${name} ${engine} ${workers}w×${threads}t: new weights → first token ${(median(syncs) * 1000).toFixed(0)} ms (median of ${REPEATS}; last: graph ${timing.exportMs.toFixed(0)} ms, session rebuild ${timing.sessionMs.toFixed(0)} ms)`,
-      );
-    }
-    await sampler.close();
+    samplers[key] = sampler;
+    closers.push(() => sampler.close());
   }
+  let seed = 1;
+  const ours = (sampler: OnnxSampler, topP: number) => () =>
+    sampler.sample({
+      prompts: [prompt],
+      n: G,
+      maxNewTokens: NEW,
+      temperature: TEMPERATURE,
+      topP,
+      seed: seed++,
+    });
+  add('@rlvr/rollout loop', '2 workers × 1 thread, top-p 1', ours(samplers['2w']!, 1), REPEATS);
+  add(
+    '@rlvr/rollout loop',
+    '2 workers × 1 thread, exact top-p 0.9',
+    ours(samplers['2w']!, 0.9),
+    REPEATS,
+  );
+  add('@rlvr/rollout loop', 'in-process × 2 threads, top-p 1', ours(samplers['0w']!, 1), REPEATS);
+
+  for (let repeat = 0; repeat < Math.max(REPEATS, PEER_REPEATS); repeat++) {
+    for (const task of tasks) {
+      if (repeat >= task.repeats) continue;
+      const time = await seconds(task.run);
+      task.row.times.push(time);
+      console.error(`${name} ${task.row.label} ${task.row.setting}: ${time.toFixed(2)} s`);
+    }
+  }
+  const sync = await weightSync(config, samplers['2w']!, prompt);
+  for (const close of closers) await close();
   await rm(root, { recursive: true, force: true });
+
+  const flops = flopsPerSequence(config) * G;
+  const baseline = rows[0]?.label.startsWith('transformers') ? median(rows[0].times) : undefined;
+  return {
+    name,
+    params: countParameters(config),
+    sync,
+    rows: rows.map((row) => {
+      const time = median(row.times);
+      const gflops = flops / time / 1e9;
+      return [
+        name,
+        row.label,
+        row.setting,
+        `${row.times.length}`,
+        ((G * NEW) / time).toFixed(0),
+        baseline ? `${(baseline / time).toFixed(2)}×` : '',
+        gflops.toFixed(1),
+        `${((100 * gflops) / peak).toFixed(1)}%`,
+      ];
+    }),
+  };
 }
 
-const widths = header.map((title, column) =>
-  Math.max(title.length, ...rows.map((row) => row[column]!.length)),
-);
+/** New weights → first token on the 2-worker sampler, median of REPEATS, with the breakdown. */
+async function weightSync(config: LlamaConfig, sampler: OnnxSampler, prompt: number[]) {
+  const samples: { total: number; update: number; first: number; copy: number; workers: number }[] =
+    [];
+  for (let repeat = 0; repeat < REPEATS; repeat++) {
+    const next = createRandomCheckpoint(config, { seed: 2 + repeat, std: 0.05 });
+    const started = performance.now();
+    await sampler.updateWeights({ step: 1 + repeat, tensors: next.tensors });
+    const updated = performance.now();
+    await sampler.sample({ prompts: [prompt], n: 1, maxNewTokens: 1, seed: 0 });
+    const done = performance.now();
+    const timing = sampler.lastWeightSync!;
+    samples.push({
+      total: done - started,
+      update: updated - started,
+      first: done - updated,
+      copy: timing.exportMs,
+      workers: timing.sessionMs,
+    });
+  }
+  samples.sort((a, b) => a.total - b.total);
+  const mid = samples[samples.length >> 1]!;
+  return `${Math.round(mid.total)} ms (median of ${REPEATS}: update ${Math.round(mid.update)} ms = copy into the shared buffer ${Math.round(mid.copy)} ms + workers' copies ${Math.round(mid.workers)} ms; first token ${Math.round(mid.first)} ms)`;
+}
+
+const peak = fp32Peak();
+const results = [];
+for (const name of args.sizes!.split(',')) results.push(await benchSize(name, peak.gflops));
+const header = [
+  'model',
+  'engine',
+  'setting',
+  'runs',
+  'tokens/s',
+  'vs transformers.js',
+  'GFLOP/s',
+  '% fp32 peak',
+];
+const table = [header, ...results.flatMap((result) => result.rows)];
+const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
 const line = (cells: string[]) =>
   `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
-console.log(`\nG=${G}, prompt ${PROMPT}, ${NEW} new tokens, temperature 0.8\n`);
+console.log(
+  `\nG = ${G} samples of one ${PROMPT}-token prompt, ${NEW} new tokens, temperature ${TEMPERATURE}, random weights`,
+);
+console.log(
+  `fp32 peak: ${peak.how}; load average at the end: ${loadavg()
+    .map((value) => value.toFixed(2))
+    .join(', ')}\n`,
+);
 console.log(line(header));
 console.log(line(widths.map((width) => '-'.repeat(width))));
-for (const row of rows) console.log(line(row));
-console.log(`\nWeight sync:\n${sync.map((item) => `- ${item}`).join('\n')}`);
+for (const row of table.slice(1)) console.log(line(row));
+console.log('\nNew weights → first token (loop engine, 2 workers):');
+for (const result of results) {
+  console.log(`- ${result.name} (${(result.params / 1e6).toFixed(1)}M params): ${result.sync}`);
+}
