@@ -24,7 +24,8 @@ type Context = {
 /**
  * Backward pass of {@link LlamaModel.forwardWithCache}: gradients of every parameter (same names
  * and layouts as the parameters) given d loss / d logits `[B·T, vocab]`. Fused projections (q/k/v,
- * gate/up) take one weight-gradient and one input-gradient product each. Call inside `tf.tidy`.
+ * gate/up) take one weight-gradient product each, and one input-gradient product where the backend
+ * allows it (`MatMulOps.fusedInputGradient`). Call inside `tf.tidy`.
  * @internal
  */
 export function llamaBackward(
@@ -186,7 +187,11 @@ function fusedBackward(
     grads.set(`${name}.weight`, dWeights[index]!);
     if (model.params.has(`${name}.bias`)) grads.set(`${name}.bias`, model.ops.sumRows(dys[index]!));
   });
-  return model.ops.mmNT(dy, fused.weight);
+  if (model.ops.fusedInputGradient) return model.ops.mmNT(dy, fused.weight);
+  const parts = fused.names.map((name, index) =>
+    model.ops.mmNT(dys[index]!, model.param(`${name}.weight`) as tf.Tensor2D),
+  );
+  return (parts.length === 2 ? tf.add(parts[0]!, parts[1]!) : tf.addN(parts)) as tf.Tensor2D;
 }
 
 function normBackward(

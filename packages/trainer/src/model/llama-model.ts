@@ -11,15 +11,10 @@ import { type Checkpoint, type LlamaConfig, parseLlamaConfig } from '@rlvr/model
 import * as tf from '@tensorflow/tfjs-core';
 import { activeBackend, type BackendName } from '../backend/select-backend.js';
 import { llamaBackward } from './llama-backward.js';
+import { llamaForward } from './llama-forward.js';
 import { type MatMulOps, matMulOps } from './ops.js';
-import {
-  attentionBias,
-  type ModelInput,
-  type PreparedInput,
-  prepareInput,
-} from './prepared-input.js';
-import { type NormCache, rmsNormForward } from './rms-norm.js';
-import { ropeTables, rotateHalfMatrix } from './rope.js';
+import { type ModelInput, type PreparedInput, prepareInput } from './prepared-input.js';
+import type { NormCache } from './rms-norm.js';
 
 /** Parameter tensors by Hugging Face name. Linear weights are held transposed (`[in, out]`). */
 type Params = Map<string, tf.Tensor>;
@@ -150,117 +145,7 @@ export class LlamaModel {
    * activations for {@link LlamaModel.backward}. Call inside `tf.tidy`. @internal
    */
   forwardWithCache(input: PreparedInput, keepCache: boolean): ForwardResult {
-    const config = this.config;
-    const { batchSize: b, seqLen: t } = input;
-    const n = b * t;
-    const heads = config.num_attention_heads;
-    const kvHeads = config.num_key_value_heads;
-    const group = heads / kvHeads;
-    const headDim = config.head_dim;
-    const ops = this.ops;
-    const rope = ropeTables(input.positions, headDim, config.rope_theta);
-    const cos = tf.tensor3d(rope.cos, [n, 1, headDim]);
-    const sin = tf.tensor3d(rope.sin, [n, 1, headDim]);
-    const rotate = tf.tensor2d(rotateHalfMatrix(headDim), [headDim, headDim]);
-    const bias = tf.tensor4d(attentionBias(input), [b, 1, t, t]);
-    const scale = 1 / Math.sqrt(headDim);
-    const applyRope = (x: tf.Tensor2D, count: number): tf.Tensor2D => {
-      if (ops.rope) return ops.rope(x, cos, sin, false);
-      const rotated = ops.mm(tf.reshape(x, [n * count, headDim]), rotate);
-      const x3 = tf.reshape(x, [n, count, headDim]);
-      const r3 = tf.reshape(rotated, [n, count, headDim]);
-      return tf.reshape(tf.add(tf.mul(x3, cos), tf.mul(r3, sin)), [n, count * headDim]);
-    };
-    const linear = (x: tf.Tensor2D, name: string): tf.Tensor2D => {
-      const out = ops.mm(x, this.param(`${name}.weight`) as tf.Tensor2D);
-      const biasName = `${name}.bias`;
-      return this.params.has(biasName) ? tf.add(out, this.param(biasName)) : out;
-    };
-    /** One product for projections of the same input (q/k/v, gate/up), split by columns. */
-    const fusedLinear = (x: tf.Tensor2D, fused: FusedWeight): tf.Tensor2D[] => {
-      let out = ops.mm(x, fused.weight);
-      const biases = fused.names.map((name) => this.params.get(`${name}.bias`));
-      if (biases.every((bias) => bias !== undefined)) out = tf.add(out, tf.concat(biases, 0));
-      return ops.splitColumns(out, fused.widths);
-    };
-
-    let x: tf.Tensor = ops.gatherRows(
-      this.param('model.embed_tokens.weight') as tf.Tensor2D,
-      input.ids,
-    );
-    const layers: LayerCache[] = [];
-    for (let layer = 0; layer < config.num_hidden_layers; layer++) {
-      const prefix = `model.layers.${layer}`;
-      const norm1 = rmsNormForward(x as tf.Tensor2D, config.rms_norm_eps);
-      const h1 = tf.mul(norm1.xhat, this.param(`${prefix}.input_layernorm.weight`)) as tf.Tensor2D;
-      const qkv = this.fusedWeight(prefix, [
-        'self_attn.q_proj',
-        'self_attn.k_proj',
-        'self_attn.v_proj',
-      ]);
-      const [qRaw, kRaw, v] = fusedLinear(h1, qkv) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
-      const q = applyRope(qRaw, heads);
-      const k = applyRope(kRaw, kvHeads);
-      const qg = tf.reshape(
-        tf.transpose(tf.reshape(tf.mul(q, scale), [b, t, heads, headDim]), [0, 2, 1, 3]),
-        [b * kvHeads, group * t, headDim],
-      ) as tf.Tensor3D;
-      const kt = tf.reshape(tf.transpose(tf.reshape(k, [b, t, kvHeads, headDim]), [0, 2, 3, 1]), [
-        b * kvHeads,
-        headDim,
-        t,
-      ]) as tf.Tensor3D;
-      const vb = tf.reshape(tf.transpose(tf.reshape(v, [b, t, kvHeads, headDim]), [0, 2, 1, 3]), [
-        b * kvHeads,
-        t,
-        headDim,
-      ]) as tf.Tensor3D;
-      const scores = tf.add(tf.reshape(ops.bmm(qg, kt), [b, heads, t, t]), bias);
-      const p = tf.reshape(tf.softmax(scores), [b * kvHeads, group * t, t]) as tf.Tensor3D;
-      const o = ops.bmm(p, vb);
-      const attention = tf.reshape(
-        tf.transpose(tf.reshape(o, [b, heads, t, headDim]), [0, 2, 1, 3]),
-        [n, heads * headDim],
-      ) as tf.Tensor2D;
-      x = tf.add(x, linear(attention, `${prefix}.self_attn.o_proj`));
-      const norm2 = rmsNormForward(x as tf.Tensor2D, config.rms_norm_eps);
-      const h2 = tf.mul(
-        norm2.xhat,
-        this.param(`${prefix}.post_attention_layernorm.weight`),
-      ) as tf.Tensor2D;
-      const gateUp = this.fusedWeight(prefix, ['mlp.gate_proj', 'mlp.up_proj']);
-      const [gate, up] = fusedLinear(h2, gateUp) as [tf.Tensor2D, tf.Tensor2D];
-      const sigmoid = tf.sigmoid(gate) as tf.Tensor2D;
-      const silu = tf.mul(gate, sigmoid) as tf.Tensor2D;
-      const act = tf.mul(silu, up) as tf.Tensor2D;
-      x = tf.add(x, linear(act, `${prefix}.mlp.down_proj`));
-      if (keepCache) {
-        layers.push({
-          norm1,
-          h1,
-          qkv,
-          gateUp,
-          qg,
-          kt,
-          vb,
-          p,
-          attention,
-          norm2,
-          h2,
-          gate,
-          up,
-          sigmoid,
-          silu,
-          act,
-        });
-      }
-    }
-    const normF = rmsNormForward(x as tf.Tensor2D, config.rms_norm_eps);
-    const hf = tf.mul(normF.xhat, this.param('model.norm.weight')) as tf.Tensor2D;
-    const logits = config.tie_word_embeddings
-      ? ops.mmNT(hf, this.param('model.embed_tokens.weight') as tf.Tensor2D)
-      : ops.mm(hf, this.param('lm_head.weight') as tf.Tensor2D);
-    return { logits, cache: { layers, normF, hf, cos, sin, rotate } };
+    return llamaForward(this, input, keepCache);
   }
 
   /**

@@ -49,6 +49,12 @@ export type MatMulOps = {
   rope?: (x: tf.Tensor2D, cos: tf.Tensor3D, sin: tf.Tensor3D, transpose: boolean) => tf.Tensor2D;
   /** True when transposes are explicit copies (then a transpose shared by products pays off). */
   explicitTranspose: boolean;
+  /**
+   * True when the input gradient of a fused projection is one product (`[dy₁|dy₂] @ [W₁|W₂]ᵀ`);
+   * false: one product per projection summed as before fusion (the summation order, hence the
+   * rounding, of the unfused model: kept on cpu, the reference backend, and on XNNPACK).
+   */
+  fusedInputGradient: boolean;
 };
 
 /** The {@link MatMulOps} for a backend name. @internal */
@@ -59,6 +65,7 @@ export function matMulOps(backendName: string): MatMulOps {
   return {
     ...base,
     explicitTranspose: false,
+    fusedInputGradient: true,
     mm: (a, b) => ortMatMulOp(a, b, false, false),
     mmTN: (a, b) => ortMatMulOp(a, b, true, false),
     mmNT: (a, b) => ortMatMulOp(a, b, false, true),
@@ -83,6 +90,7 @@ function backendOps(backendName: string): MatMulOps {
     : (a: tf.Tensor3D, b: tf.Tensor3D) => tf.matMul(a, b) as tf.Tensor3D;
   return {
     explicitTranspose: !native,
+    fusedInputGradient: false,
     t,
     bt,
     gatherRows: has(FAST_GATHER_ROWS)
