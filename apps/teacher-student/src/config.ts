@@ -151,7 +151,7 @@ export const DEFAULT_CONFIG: RunConfig = {
   },
   grpo: {
     maxSteps: 30,
-    studentSteps: 30,
+    studentSteps: 180,
     promptsPerStep: 16,
     groupSize: 8,
     temperature: 1,
@@ -169,7 +169,7 @@ export const DEFAULT_CONFIG: RunConfig = {
     evalEvery: 10,
     evalPrompts: 64,
   },
-  claims: { enabled: false, steps: 30, lengthPenaltyFactor: 0.5 },
+  claims: { enabled: false, steps: 30, lengthPenaltyFactor: 1 },
   distill: {
     prompts: 2000,
     tracesPerPrompt: 4,

@@ -101,8 +101,7 @@ export type TraceStyle = {
    */
   shortRate: number;
   /**
-   * Probability of a hedged answer: the trace's final value plus 1–3 other digits, in random order,
-   * as a list (`<answer>7,1</answer>`). A single-number verifier rejects it; a naive checker that
+   * Probability of a hedged answer: the trace's final value followed by 1–3 other digits, as a list (`<answer>7,1</answer>`). A single-number verifier rejects it; a naive checker that
    * accepts "gold appears in the answer" rewards it — the exploit the reward-hacking claim shows.
    */
   hedgeRate: number;
@@ -124,10 +123,6 @@ export function solveStyled(
     while (digits.length < extra + 1) {
       const digit = String(rng.nextInt(10));
       if (!digits.includes(digit)) digits.push(digit);
-    }
-    for (let index = digits.length - 1; index > 0; index--) {
-      const other = rng.nextInt(index + 1);
-      [digits[index], digits[other]] = [digits[other]!, digits[index]!];
     }
     text = text.replace(/<answer>\d<\/answer>/, `${ANSWER_OPEN}${digits.join(',')}${ANSWER_CLOSE}`);
   }
