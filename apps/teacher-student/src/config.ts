@@ -146,8 +146,8 @@ export const DEFAULT_CONFIG: RunConfig = {
     batchSize: 32,
     learningRate: 3e-3,
     slipRate: 0.2,
-    shortRate: 0.3,
-    hedgeRate: 0.1,
+    shortRate: 0.1,
+    hedgeRate: 0.05,
   },
   grpo: {
     maxSteps: 30,
