@@ -28,10 +28,13 @@ async function removeWaiting(jobs: readonly Job[]): Promise<void> {
  * misconfigured then, a crash): this call is a new request for it, so it gets a new set of
  * attempts instead of the old failure.
  */
-async function retryEarlierFailures(jobs: readonly Job[]): Promise<void> {
+async function retryEarlierFailures(queue: Queue, ids: readonly string[]): Promise<void> {
+  // looked up by id BEFORE this call adds anything: a job that fails during this call (all its
+  // attempts used while we were still checking) must not be re-run as if it were an old failure
   await Promise.all(
-    jobs.map(async (job) => {
-      if ((await job.getState()) === 'failed') await job.retry('failed');
+    ids.map(async (id) => {
+      const job = await queue.getJob(id);
+      if (job !== undefined && (await job.getState()) === 'failed') await job.retry('failed');
     }),
   );
 }
@@ -280,8 +283,16 @@ export class JobClient<Data, Result> {
         const lost = this.#lost.promise;
         const todo = specs.flatMap((_, index) => (done[index] ? [] : [index]));
         try {
-          jobs = await Promise.race([this.#add(todo.map((index) => specs[index]!)), lost, stopped]);
-          await Promise.race([retryEarlierFailures(jobs), lost, stopped]);
+          const batch = todo.map((index) => specs[index]!);
+          await Promise.race([
+            retryEarlierFailures(
+              this.#queue as unknown as Queue,
+              batch.map((spec) => spec.id),
+            ),
+            lost,
+            stopped,
+          ]);
+          jobs = await Promise.race([this.#add(batch), lost, stopped]);
           if (signal?.aborted) onAbort();
           const waits = jobs.map(async (job, k) => {
             results[todo[k]!] = await this.#wait(job, epoch, signal, onFailed);

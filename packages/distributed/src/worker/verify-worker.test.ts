@@ -77,6 +77,31 @@ describe('rlvr-worker verify + createQueueReward', () => {
       expect((failure as QueueJobFailedError).failedReason).toContain('checker crashed');
       expect((await inspect.getJob((failure as QueueJobFailedError).jobId))!.attemptsMade).toBe(2);
 
+      // a job that uses up its attempts during this call is a failure of this call, never an
+      // "earlier failure" to run again (it was retried a third time when it failed fast)
+      const once = await createQueueReward({
+        redis: REDIS_URL,
+        reward: 'broken',
+        queue,
+        attempts: 1,
+      });
+      try {
+        const failures = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            once({ ...input, completion: `fast failure ${i}` }).catch((error: unknown) => error),
+          ),
+        );
+        const made = await Promise.all(
+          failures.map(
+            async (error) =>
+              (await inspect.getJob((error as QueueJobFailedError).jobId))!.attemptsMade,
+          ),
+        );
+        expect(made).toEqual(Array(8).fill(1));
+      } finally {
+        await once.close();
+      }
+
       const unknown = await missing(input).catch((error: unknown) => error);
       expect((unknown as QueueJobFailedError).failedReason).toMatch(
         /unknown reward 'nope'.*exact, length, slow, broken/,
