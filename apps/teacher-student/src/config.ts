@@ -192,7 +192,7 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
   maxNewTokens: 32,
   teacher: { hiddenSize: 64, layers: 2, heads: 2, kvHeads: 1, intermediateSize: 160 },
   student: { hiddenSize: 32, layers: 1, heads: 2, kvHeads: 1, intermediateSize: 64 },
-  warmStart: { examples: 600, steps: 800, batchSize: 32 },
+  warmStart: { examples: 600, steps: 1400, batchSize: 32 },
   grpo: { maxSteps: 40, studentSteps: 10, promptsPerStep: 16, evalEvery: 10, evalPrompts: 32 },
   claims: { steps: 20 },
   distill: { prompts: 300, tracesPerPrompt: 4, epochs: 3 },
