@@ -1,5 +1,6 @@
 export type {
   BackendName,
+  MatMulEngine,
   SelectBackendOptions,
   SelectedBackend,
 } from './backend/select-backend.js';
