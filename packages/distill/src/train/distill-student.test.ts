@@ -79,7 +79,12 @@ describe('distillStudent (end to end: real teacher, ONNX sampling, verified trac
   let traceFile: string;
 
   beforeAll(async () => {
-    await selectBackend();
+    // The learning thresholds below were tuned on a teacher trained with XNNPACK matMuls; with
+    // onnxruntime's (the default where installed) its 150 steps round differently and end in another
+    // (better: 0.97 vs 0.86 held-out) teacher whose traces this seed's student learns less from.
+    // The trainer is numerically the same on both engines given the same data (tested in
+    // @rlvr/trainer), so this end-to-end test keeps the engine it was tuned on.
+    await selectBackend({ matMul: 'backend' });
     // Teacher: SFT on the task until it copies well.
     teacher = await createLlamaModel(createRandomCheckpoint(config(64, 2), { seed: 3 }));
     const trainer = await createPolicyTrainer(teacher, {
