@@ -46,7 +46,7 @@ function sessionOptions(): object {
     executionMode: 'sequential',
     interOpNumThreads: 1,
     intraOpNumThreads: threads,
-    extra: { session: { intra_op: { allow_spinning: process.env.RLVR_ORT_SPIN ?? '0' } } },
+    extra: { session: { intra_op: { allow_spinning: '0' } } },
   };
 }
 
