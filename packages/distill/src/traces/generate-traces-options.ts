@@ -4,6 +4,7 @@ import {
   type NamedTensor,
   type RewardFunction,
   rejectIneffective,
+  SAMPLE_REQUEST_KEYS,
   type SampleRequest,
   type Sampler,
   validateInteger,
@@ -94,17 +95,10 @@ const KNOWN = [
   'progress',
   'signal',
 ] as const;
-const SAMPLING_KNOWN = [
-  'maxNewTokens',
-  'temperature',
-  'topP',
-  'topK',
-  'minP',
-  'repetitionPenalty',
-  'stop',
-  'seed',
-  'returnModelLogprobs',
-] as const;
+// core's request keys, less the ones this function sets itself (prompts, n) or does not offer
+const SAMPLING_KNOWN: readonly string[] = SAMPLE_REQUEST_KEYS.filter(
+  (key) => !['prompts', 'n', 'topLogprobs', 'confidenceStop'].includes(key),
+);
 
 /** The validated options of {@link generateTraces}. @internal */
 export type ValidatedTraceOptions = {

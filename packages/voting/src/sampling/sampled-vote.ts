@@ -6,6 +6,7 @@ import {
   type Prompt,
   RlvrError,
   rejectIneffective,
+  SAMPLE_REQUEST_KEYS,
   type SampleRequest,
   type Sampler,
   throwIfAborted,
@@ -358,17 +359,10 @@ export function rejectAbortedGroup(group: readonly Completion[], functionName: s
 }
 
 /** Keys of {@link SamplingOptions}. */
-const SAMPLING_KEYS = [
-  'maxNewTokens',
-  'temperature',
-  'topP',
-  'topK',
-  'minP',
-  'repetitionPenalty',
-  'stop',
-  'seed',
-  'returnModelLogprobs',
-] as const;
+// core's request keys, less the ones this function sets itself (prompts, n) or does not offer
+const SAMPLING_KEYS: readonly string[] = SAMPLE_REQUEST_KEYS.filter(
+  (key) => !['prompts', 'n', 'topLogprobs', 'confidenceStop'].includes(key),
+);
 
 /** Validates `options.sampling` (known keys, `maxNewTokens`, `seed`). @internal */
 export function readSampling(value: unknown, functionName: string): SamplingOptions {
