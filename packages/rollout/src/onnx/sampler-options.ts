@@ -47,8 +47,12 @@ export type OnnxSamplerOptions = {
   stepsPerRun?: number;
 };
 
-/** The keys of {@link OnnxSamplerOptions}. @internal */
-export const SAMPLER_OPTION_KEYS = [
+/**
+ * Every key of {@link OnnxSamplerOptions}: the keys `createOnnxSampler` accepts (any other is an
+ * `UNKNOWN_OPTION` error). Exported so that layers passing sampler options through (apps, CLIs)
+ * check against the same list instead of a copy.
+ */
+export const ONNX_SAMPLER_OPTION_KEYS = [
   'checkpoint',
   'onnxPath',
   'tokenizer',
@@ -61,7 +65,7 @@ export const SAMPLER_OPTION_KEYS = [
   'allowSpinning',
   'engine',
   'stepsPerRun',
-] as const;
+] as const satisfies readonly (keyof OnnxSamplerOptions)[];
 
 /**
  * The default engine for a checkpoint: `loop` from this many parameters on, `optimum` below, with
@@ -181,7 +185,7 @@ export function resolveSamplerOptions(options: OnnxSamplerOptions): ResolvedSamp
   const raw = validateOptions<OnnxSamplerOptions>(options, {
     parameter: 'options',
     functionName: FUNCTION,
-    known: SAMPLER_OPTION_KEYS,
+    known: ONNX_SAMPLER_OPTION_KEYS,
   });
   const sources = (['checkpoint', 'onnxPath'] as const).filter((key) => raw[key] !== undefined);
   if (sources.length !== 1) {
