@@ -29,6 +29,20 @@ export type FilterTracesOptions = {
   dedupeThreshold?: number | false;
 };
 
+/**
+ * Every key of {@link FilterTracesOptions}: the keys `filterTraces` accepts (any other is an
+ * `UNKNOWN_OPTION` error). Exported so that layers passing options through (the CLI) check
+ * against the same list instead of a copy.
+ */
+export const FILTER_TRACES_OPTION_KEYS = [
+  'maxPerPrompt',
+  'prefer',
+  'seed',
+  'maxTokens',
+  'dropTruncated',
+  'dedupeThreshold',
+] as const satisfies readonly (keyof FilterTracesOptions)[];
+
 /** Per-prompt line of the filter report. */
 export type PromptFilterStats = {
   promptId: string;
@@ -84,7 +98,7 @@ export function filterTraces(
   const raw = validateOptions<FilterTracesOptions>(options, {
     parameter: 'options',
     functionName: FN,
-    known: ['maxPerPrompt', 'prefer', 'seed', 'maxTokens', 'dropTruncated', 'dedupeThreshold'],
+    known: FILTER_TRACES_OPTION_KEYS,
   });
   if (!Array.isArray(traces)) {
     throw new InvalidArgumentError({

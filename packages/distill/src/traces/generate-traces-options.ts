@@ -79,7 +79,12 @@ export type GenerateTracesOptions = {
 };
 
 const FN = 'generateTraces';
-const KNOWN = [
+/**
+ * Every key of {@link GenerateTracesOptions}: the keys `generateTraces` accepts (any other is an
+ * `UNKNOWN_OPTION` error). Exported so that layers passing options through (the CLI) check
+ * against the same list instead of a copy.
+ */
+export const GENERATE_TRACES_OPTION_KEYS = [
   'sampler',
   'prompts',
   'k',
@@ -94,7 +99,7 @@ const KNOWN = [
   'keepLogprobs',
   'progress',
   'signal',
-] as const;
+] as const satisfies readonly (keyof GenerateTracesOptions)[];
 // core's request keys, less the ones this function sets itself (prompts, n) or does not offer
 const SAMPLING_KNOWN: readonly string[] = SAMPLE_REQUEST_KEYS.filter(
   (key) => !['prompts', 'n', 'topLogprobs', 'confidenceStop'].includes(key),
@@ -121,7 +126,7 @@ export function validateGenerateOptions(options: GenerateTracesOptions): Validat
   const raw = validateOptions<GenerateTracesOptions>(options, {
     parameter: 'options',
     functionName: FN,
-    known: KNOWN,
+    known: GENERATE_TRACES_OPTION_KEYS,
   });
   assertSampler(raw.sampler, 'options.sampler');
   const k = validateInteger(raw.k, { parameter: 'options.k', functionName: FN, min: 1 });

@@ -116,7 +116,12 @@ export type DistillStudentResult = {
 
 export const FN = 'distillStudent';
 
-const KNOWN = [
+/**
+ * Every key of {@link DistillStudentOptions}: the keys `distillStudent` accepts (any other is an
+ * `UNKNOWN_OPTION` error). Exported so that layers passing options through (the CLI) check
+ * against the same list instead of a copy.
+ */
+export const DISTILL_STUDENT_OPTION_KEYS = [
   'trainer',
   'traces',
   'encodePrompt',
@@ -135,7 +140,7 @@ const KNOWN = [
   'overwrite',
   'progress',
   'signal',
-] as const;
+] as const satisfies readonly (keyof DistillStudentOptions)[];
 const LOGITS_ONLY = ['divergence', 'beta', 'temperature', 'teacher', 'sftWeight'] as const;
 
 /** Validated options of {@link distillStudent}. @internal */
@@ -160,7 +165,7 @@ export function validateDistillOptions(options: DistillStudentOptions): Validate
   const raw = validateOptions<DistillStudentOptions>(options, {
     parameter: 'options',
     functionName: FN,
-    known: KNOWN,
+    known: DISTILL_STUDENT_OPTION_KEYS,
   });
   const trainer = raw.trainer;
   if (
