@@ -1,4 +1,5 @@
 import {
+  type AdvantageScaling,
   InvalidArgumentError,
   LOSS_AGGREGATIONS,
   rejectIneffective,
@@ -245,6 +246,19 @@ function checkOverlong(raw: Partial<GrpoConfig>, maxNewTokens: number, functionN
   }
 }
 
+/**
+ * The advantage scaling that applies when `scaleRewards` is not set: @rlvr/core's
+ * `groupAdvantages` default for the baseline (`group` for `mean`, `none` for `leave-one-out`,
+ * `batch` for `reinforce-plus-plus` and for `multiReward: 'normalize_then_sum'`). @internal
+ */
+export function defaultRewardScaling(
+  config: Pick<ResolvedGrpoConfig, 'advantageBaseline' | 'multiReward'>,
+): AdvantageScaling {
+  if (config.multiReward === 'normalize_then_sum') return 'batch';
+  if (config.advantageBaseline === 'leave-one-out') return 'none';
+  return config.advantageBaseline === 'mean' ? 'group' : 'batch';
+}
+
 /** `INEFFECTIVE_OPTION` for settings that would do nothing in this combination. */
 function rejectIneffectiveSettings(
   raw: Partial<GrpoConfig>,
@@ -287,15 +301,7 @@ function rejectIneffectiveSettings(
       because: "onNonFinite is 'error': the first non-finite update already stops the run",
     });
   }
-  const scale =
-    resolved.scaleRewards ??
-    (resolved.multiReward === 'normalize_then_sum'
-      ? 'batch'
-      : resolved.advantageBaseline === 'leave-one-out'
-        ? 'none'
-        : resolved.advantageBaseline === 'mean'
-          ? 'group'
-          : 'batch');
+  const scale = resolved.scaleRewards ?? defaultRewardScaling(resolved);
   if (
     raw.rewardStd !== undefined &&
     scale === 'none' &&

@@ -1,0 +1,103 @@
+import type { LearningRateSchedule } from '../optim/schedule.js';
+import { validateSchedule } from '../optim/schedule.js';
+import { resolveTrainerOptions } from '../train/trainer-options.js';
+import { validateAdvantageSettings } from './grpo-advantages.js';
+import type { GrpoConfig } from './grpo-config.js';
+import { policyOptions, validatePolicyOptions } from './policy-options.js';
+import { defaultRewardScaling, resolveGrpoConfig } from './resolve-config.js';
+
+const FN = 'effectiveGrpoConfig';
+
+/**
+ * A {@link GrpoConfig} with every default filled in ({@link effectiveGrpoConfig}). Settings that
+ * only apply in some combinations are present only when they apply: `klEstimator` when β > 0,
+ * `maxConsecutiveSkips` with `onNonFinite: 'skip'`, `normalizer` with
+ * `seq-mean-token-sum-norm`, `rewardStd` when advantages are divided by a std, `saveEvery`,
+ * `keepLast` and `logCompletionsEvery` with `outputDir`. Settings that are off unless given
+ * (`topP`, `topK`, `minP`, `repetitionPenalty`, `stop`, `delta`, `dualClip`, `mismatch`,
+ * `overlong`, `miniBatchSize`, `microBatchSize`, `optimizer` (AdamW's own defaults),
+ * `outputDir`, `progress`) are present only when given.
+ */
+export type EffectiveGrpoConfig = GrpoConfig &
+  Required<
+    Pick<
+      GrpoConfig,
+      | 'promptsPerStep'
+      | 'groupSize'
+      | 'seed'
+      | 'shuffle'
+      | 'temperature'
+      | 'beta'
+      | 'epsilonLow'
+      | 'epsilonHigh'
+      | 'ratioLevel'
+      | 'entropyCoefficient'
+      | 'lossAggregation'
+      | 'numIterations'
+      | 'advantageBaseline'
+      | 'scaleRewards'
+      | 'multiReward'
+      | 'dynamicSampling'
+      | 'maskTruncatedCompletions'
+      | 'maxGradNorm'
+      | 'onNonFinite'
+      | 'syncWeights'
+      | 'maxStaleness'
+      | 'quiet'
+      | 'entropyCollapseRatio'
+    >
+  > & {
+    schedule: Required<Omit<LearningRateSchedule, 'totalSteps'>> &
+      Pick<LearningRateSchedule, 'totalSteps'>;
+    dynamicSampling: false | { minStd: number; maxRounds: number };
+  };
+
+/**
+ * The settings a {@link GrpoTrainer} run with `config` uses: the config validated exactly as
+ * `createGrpoTrainer` validates it (unknown keys, ranges, settings with no effect, loss and
+ * advantage combinations), with every default filled in from the same place the trainer takes it
+ * ({@link TRAINER_DEFAULTS} and the trainer's own fallbacks). Layers that show or record a run's
+ * settings (the CLI's `--print-config`, run pages) use this instead of copying defaults. Reads
+ * nothing, writes nothing.
+ *
+ * @example
+ * ```ts
+ * const config = effectiveGrpoConfig({ maxSteps: 100, maxNewTokens: 256, beta: 0.04 });
+ * config.groupSize; // 8 (TRAINER_DEFAULTS.groupSize)
+ * config.klEstimator; // 'k3' (β > 0)
+ * config.schedule; // { learningRate: 1e-6, schedule: 'constant', warmupSteps: 0, … }
+ * ```
+ * @throws {InvalidArgumentError} `INVALID_ARGUMENT` / `UNKNOWN_OPTION` / `INEFFECTIVE_OPTION`
+ * naming the setting (`config.beta`, …), as `createGrpoTrainer` would.
+ */
+export function effectiveGrpoConfig(config: GrpoConfig): EffectiveGrpoConfig {
+  const resolved = resolveGrpoConfig(config, FN);
+  validatePolicyOptions(resolved, FN);
+  validateAdvantageSettings(resolved, [1], FN);
+  const loss = resolveTrainerOptions(policyOptions(resolved), FN).grpo;
+  const { totalSteps, ...schedule } = validateSchedule(resolved.schedule, FN, 'config.schedule');
+  const { dynamic, ...settings } = resolved;
+  const scaleRewards = resolved.scaleRewards ?? defaultRewardScaling(resolved);
+  const effective: EffectiveGrpoConfig = {
+    ...settings,
+    epsilonHigh: loss.epsilonHigh,
+    ratioLevel: loss.ratioLevel,
+    entropyCoefficient: loss.entropyCoefficient,
+    scaleRewards,
+    dynamicSampling: dynamic ?? false,
+    schedule: { ...schedule, ...(totalSteps === undefined ? {} : { totalSteps }) },
+  };
+  // Only what applies in this combination (createGrpoTrainer rejects the rest when given).
+  if (resolved.beta === 0) delete effective.klEstimator;
+  if (resolved.onNonFinite === 'error') delete effective.maxConsecutiveSkips;
+  if (loss.normalizer !== undefined) effective.normalizer = loss.normalizer;
+  if (scaleRewards === 'none' && resolved.multiReward !== 'normalize_then_sum') {
+    delete effective.rewardStd;
+  }
+  if (resolved.outputDir === undefined) {
+    delete effective.saveEvery;
+    delete effective.keepLast;
+    delete effective.logCompletionsEvery;
+  }
+  return effective;
+}
