@@ -123,6 +123,49 @@ function heapView(backend: WasmBackendInternals, info: tf.TensorInfo): Float32Ar
   return new Float32Array(backend.wasm.HEAPU8.buffer, offset, size);
 }
 
+/** One float32 input of {@link runOrtGraph}: a wasm tensor passed under `dims` (same size). */
+export type OrtFeed = { name: string; info: tf.TensorInfo; dims: readonly number[] };
+
+/**
+ * Runs the one-session ONNX graph `key` (built by `build` on first use, on the matMul threads) on
+ * wasm tensors: the inputs are views of the wasm heap (no copy), each output is copied once into a
+ * new wasm tensor of the given shape. For this package's fused kernels. @internal
+ */
+export function runOrtGraph(
+  backendInfo: unknown,
+  key: string,
+  build: () => Uint8Array,
+  feeds: readonly OrtFeed[],
+  outputs: readonly { name: string; shape: number[] }[],
+): tf.TensorInfo[] {
+  const backend = backendInfo as WasmBackendInternals;
+  const sessionKey = `${key}|${threads}`;
+  let session = sessions.get(sessionKey);
+  if (session === undefined) {
+    const bytes = build();
+    session = new runtime!.binding.InferenceSession();
+    session.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, sessionOptions());
+    sessions.set(sessionKey, session);
+  }
+  // Allocate first: a heap growth detaches views taken before it.
+  const outs = outputs.map((output) => backend.makeOutput(output.shape, 'float32'));
+  const { Tensor } = runtime!;
+  const result = session.run(
+    Object.fromEntries(
+      feeds.map((feed) => [
+        feed.name,
+        new Tensor('float32', heapView(backend, feed.info), feed.dims),
+      ]),
+    ),
+    Object.fromEntries(outputs.map((output) => [output.name, null])),
+    {},
+  );
+  outputs.forEach((output, index) => {
+    heapView(backend, outs[index]!).set(result[output.name]!.data);
+  });
+  return outs;
+}
+
 /**
  * `op(a) @ op(b)` on onnxruntime's MLAS GEMM (AVX-512, all cores) for float32 tensors on the wasm
  * heap: the operands are passed to ORT as views (no copy), the product is copied once into the

@@ -1,5 +1,6 @@
 import { ErrorCode, InvalidArgumentError, RlvrError, validateOptions } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
+import { registerOrtAttention } from './ort-attention.js';
 import { disableOrtMatMul, enableOrtMatMul } from './ort-matmul.js';
 import { registerWasmKernels } from './wasm-kernels.js';
 
@@ -171,6 +172,7 @@ async function chooseMatMul(
   if (matMul === 'backend') return { matMul };
   try {
     await enableOrtMatMul(threads);
+    registerOrtAttention();
     return { matMul: 'onnxruntime' };
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error);

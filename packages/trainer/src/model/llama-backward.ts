@@ -1,5 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
-import type { ForwardCache, FusedWeight, LayerCache, LlamaModel } from './llama-model.js';
+import type {
+  AttentionCore,
+  ForwardCache,
+  FusedWeight,
+  LayerCache,
+  LlamaModel,
+} from './llama-model.js';
 import type { PreparedInput } from './prepared-input.js';
 import { type NormCache, rmsNormBackward } from './rms-norm.js';
 
@@ -77,9 +83,6 @@ function layerBackward(
   c: LayerCache,
   dOut: tf.Tensor2D,
 ): tf.Tensor2D {
-  const { b, t, n, heads, kvHeads, headDim } = context;
-  const ops = context.model.ops;
-  const group = heads / kvHeads;
   // MLP.
   const dAct = linearBackward(context, c.act, dOut, `${prefix}.mlp.down_proj`);
   const dSilu = tf.mul(dAct, c.up);
@@ -96,15 +99,51 @@ function layerBackward(
   ) as tf.Tensor2D;
   // Attention.
   const dAttention = linearBackward(context, c.attention, dx, `${prefix}.self_attn.o_proj`);
+  const dh1 =
+    c.core.kind === 'fused'
+      ? fusedBackward(context, c.h1, fusedAttentionBackward(context, c.core, dAttention), c.qkv)
+      : composedAttentionBackward(context, c, c.core, dAttention);
+  dx = tf.add(dx, normBackward(context, c.norm1, dh1, `${prefix}.input_layernorm.weight`));
+  return dx;
+}
+
+/** d loss / d qkv (the fused projection output) through `MatMulOps.attention`. */
+function fusedAttentionBackward(
+  context: Context,
+  core: Extract<AttentionCore, { kind: 'fused' }>,
+  dAttention: tf.Tensor2D,
+): tf.Tensor2D {
+  const { b, t, heads, kvHeads, headDim, cache } = context;
+  const shape = { heads, kvHeads, headDim, batch: b, seq: t };
+  return context.model.ops.attention!.backward(
+    dAttention,
+    core.qkv,
+    cache.cos,
+    cache.sin,
+    core.p,
+    shape,
+  );
+}
+
+/** d loss / d h1 of attention composed from tfjs ops; records the q/k/v gradients. */
+function composedAttentionBackward(
+  context: Context,
+  c: LayerCache,
+  core: Extract<AttentionCore, { kind: 'ops' }>,
+  dAttention: tf.Tensor2D,
+): tf.Tensor2D {
+  const { b, t, n, heads, kvHeads, headDim } = context;
+  const ops = context.model.ops;
+  const group = heads / kvHeads;
   const dO = tf.reshape(
     tf.transpose(tf.reshape(dAttention, [b, t, heads, headDim]), [0, 2, 1, 3]),
     [b * kvHeads, group * t, headDim],
   ) as tf.Tensor3D;
-  const dP = ops.bmmNT(dO, c.vb);
-  const dVb = ops.bmmTN(c.p, dO);
-  const dScores = tf.mul(c.p, tf.sub(dP, tf.sum(tf.mul(dP, c.p), -1, true))) as tf.Tensor3D;
-  const dQg = ops.bmmNT(dScores, c.kt);
-  const dK = ops.bmmTN(dScores, c.qg);
+  const dP = ops.bmmNT(dO, core.vb);
+  const dVb = ops.bmmTN(core.p, dO);
+  const dScores = tf.mul(core.p, tf.sub(dP, tf.sum(tf.mul(dP, core.p), -1, true))) as tf.Tensor3D;
+  const dQg = ops.bmmNT(dScores, core.kt);
+  const dK = ops.bmmTN(dScores, core.qg);
   const scale = 1 / Math.sqrt(headDim);
   const dQ = tf.mul(
     tf.reshape(tf.transpose(tf.reshape(dQg, [b, heads, t, headDim]), [0, 2, 1, 3]), [
@@ -118,14 +157,12 @@ function layerBackward(
       n,
       kvHeads * headDim,
     ]) as tf.Tensor2D;
-  const dh1 = fusedBackward(
+  return fusedBackward(
     context,
     c.h1,
     [ropeBackward(context, dQ, heads), ropeBackward(context, kvBack(dK), kvHeads), kvBack(dVb)],
     c.qkv,
   );
-  dx = tf.add(dx, normBackward(context, c.norm1, dh1, `${prefix}.input_layernorm.weight`));
-  return dx;
 }
 
 function ropeBackward(context: Context, dy: tf.Tensor2D, count: number): tf.Tensor2D {
@@ -171,27 +208,36 @@ function linearBackward(
 }
 
 /**
- * Backward of a fused projection `[y₁ | y₂ | …] = x @ [W₁ | W₂ | …] (+ biases)`: one product for
- * all weight gradients (split by columns) and one for dx.
+ * Backward of a fused projection `[y₁ | y₂ | …] = x @ [W₁ | W₂ | …] (+ biases)` given the
+ * `dys` per projection or already concatenated: one product for all weight gradients (split by
+ * columns) and one for dx.
  */
 function fusedBackward(
   context: Context,
   x: tf.Tensor2D,
-  dys: tf.Tensor2D[],
+  dys: tf.Tensor2D[] | tf.Tensor2D,
   fused: FusedWeight,
 ): tf.Tensor2D {
   const { model, grads } = context;
-  const dy = model.ops.concatColumns(dys);
-  const dWeights = model.ops.splitColumns(weightGradient(context, x, dy), fused.widths);
+  const ops = model.ops;
+  const dy = Array.isArray(dys) ? ops.concatColumns(dys) : dys;
+  let parts: tf.Tensor2D[] | undefined = Array.isArray(dys) ? dys : undefined;
+  const split = () => {
+    parts ??= ops.splitColumns(dy, fused.widths);
+    return parts;
+  };
+  const dWeights = ops.splitColumns(weightGradient(context, x, dy), fused.widths);
   fused.names.forEach((name, index) => {
     grads.set(`${name}.weight`, dWeights[index]!);
-    if (model.params.has(`${name}.bias`)) grads.set(`${name}.bias`, model.ops.sumRows(dys[index]!));
+    if (model.params.has(`${name}.bias`)) grads.set(`${name}.bias`, ops.sumRows(split()[index]!));
   });
-  if (model.ops.fusedInputGradient) return model.ops.mmNT(dy, fused.weight);
-  const parts = fused.names.map((name, index) =>
-    model.ops.mmNT(dys[index]!, model.param(`${name}.weight`) as tf.Tensor2D),
+  if (ops.fusedInputGradient) return ops.mmNT(dy, fused.weight);
+  const inputGrads = fused.names.map((name, index) =>
+    ops.mmNT(split()[index]!, model.param(`${name}.weight`) as tf.Tensor2D),
   );
-  return (parts.length === 2 ? tf.add(parts[0]!, parts[1]!) : tf.addN(parts)) as tf.Tensor2D;
+  return (
+    inputGrads.length === 2 ? tf.add(inputGrads[0]!, inputGrads[1]!) : tf.addN(inputGrads)
+  ) as tf.Tensor2D;
 }
 
 function normBackward(

@@ -1,5 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
-import type { ForwardResult, FusedWeight, LayerCache, LlamaModel } from './llama-model.js';
+import type {
+  AttentionCore,
+  ForwardResult,
+  FusedWeight,
+  LayerCache,
+  LlamaModel,
+} from './llama-model.js';
 import { attentionBias, type PreparedInput } from './prepared-input.js';
 import { rmsNormForward } from './rms-norm.js';
 import { ropeTables, rotateHalfMatrix } from './rope.js';
@@ -70,10 +76,9 @@ function layerForward(
   prefix: string,
   input: tf.Tensor2D,
 ): { x: tf.Tensor2D; cache: LayerCache } {
-  const { model, b, t, n, heads, kvHeads, headDim } = context;
+  const { model } = context;
   const ops = model.ops;
   const epsilon = model.config.rms_norm_eps;
-  const group = heads / kvHeads;
   const norm1 = rmsNormForward(input, epsilon);
   const h1 = tf.mul(norm1.xhat, model.param(`${prefix}.input_layernorm.weight`)) as tf.Tensor2D;
   const qkv = model.fusedWeight(prefix, [
@@ -81,6 +86,53 @@ function layerForward(
     'self_attn.k_proj',
     'self_attn.v_proj',
   ]);
+  const { attention, core } = ops.attention
+    ? fusedAttention(context, h1, qkv)
+    : composedAttention(context, h1, qkv);
+  const x = tf.add(input, linear(model, attention, `${prefix}.self_attn.o_proj`)) as tf.Tensor2D;
+  const norm2 = rmsNormForward(x, epsilon);
+  const h2 = tf.mul(
+    norm2.xhat,
+    model.param(`${prefix}.post_attention_layernorm.weight`),
+  ) as tf.Tensor2D;
+  const gateUp = model.fusedWeight(prefix, ['mlp.gate_proj', 'mlp.up_proj']);
+  const [gate, up] = fusedLinear(model, h2, gateUp) as [tf.Tensor2D, tf.Tensor2D];
+  const sigmoid = tf.sigmoid(gate) as tf.Tensor2D;
+  const silu = tf.mul(gate, sigmoid) as tf.Tensor2D;
+  const act = tf.mul(silu, up) as tf.Tensor2D;
+  const out = tf.add(x, linear(model, act, `${prefix}.mlp.down_proj`)) as tf.Tensor2D;
+  const cache = { norm1, h1, qkv, gateUp, core, attention, norm2, h2, gate, up, sigmoid };
+  return { x: out, cache: { ...cache, silu, act } };
+}
+
+/** Attention in one fused kernel of the backend (`MatMulOps.attention`). */
+function fusedAttention(
+  context: Context,
+  h1: tf.Tensor2D,
+  qkv: FusedWeight,
+): { attention: tf.Tensor2D; core: AttentionCore } {
+  const { model, b, t, heads, kvHeads, headDim } = context;
+  const projected = fusedProjection(model, h1, qkv);
+  const shape = { heads, kvHeads, headDim, batch: b, seq: t };
+  const [attention, p] = model.ops.attention!.forward(
+    projected,
+    context.cos,
+    context.sin,
+    context.bias,
+    shape,
+  );
+  return { attention, core: { kind: 'fused', qkv: projected, p } };
+}
+
+/** Attention composed from tfjs ops (transposes, batched products, softmax). */
+function composedAttention(
+  context: Context,
+  h1: tf.Tensor2D,
+  qkv: FusedWeight,
+): { attention: tf.Tensor2D; core: AttentionCore } {
+  const { model, b, t, n, heads, kvHeads, headDim } = context;
+  const ops = model.ops;
+  const group = heads / kvHeads;
   const [qRaw, kRaw, v] = fusedLinear(model, h1, qkv) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
   const q = applyRope(context, qRaw, heads);
   const k = applyRope(context, kRaw, kvHeads);
@@ -108,20 +160,7 @@ function layerForward(
     n,
     heads * headDim,
   ]) as tf.Tensor2D;
-  const x = tf.add(input, linear(model, attention, `${prefix}.self_attn.o_proj`)) as tf.Tensor2D;
-  const norm2 = rmsNormForward(x, epsilon);
-  const h2 = tf.mul(
-    norm2.xhat,
-    model.param(`${prefix}.post_attention_layernorm.weight`),
-  ) as tf.Tensor2D;
-  const gateUp = model.fusedWeight(prefix, ['mlp.gate_proj', 'mlp.up_proj']);
-  const [gate, up] = fusedLinear(model, h2, gateUp) as [tf.Tensor2D, tf.Tensor2D];
-  const sigmoid = tf.sigmoid(gate) as tf.Tensor2D;
-  const silu = tf.mul(gate, sigmoid) as tf.Tensor2D;
-  const act = tf.mul(silu, up) as tf.Tensor2D;
-  const out = tf.add(x, linear(model, act, `${prefix}.mlp.down_proj`)) as tf.Tensor2D;
-  const cache = { norm1, h1, qkv, gateUp, qg, kt, vb, p, attention, norm2, h2, gate, up, sigmoid };
-  return { x: out, cache: { ...cache, silu, act } };
+  return { attention, core: { kind: 'ops', qg, kt, vb, p } };
 }
 
 function applyRope(context: Context, x: tf.Tensor2D, count: number): tf.Tensor2D {
@@ -142,8 +181,13 @@ function linear(model: LlamaModel, x: tf.Tensor2D, name: string): tf.Tensor2D {
 
 /** One product for projections of the same input (q/k/v, gate/up), split by columns. */
 function fusedLinear(model: LlamaModel, x: tf.Tensor2D, fused: FusedWeight): tf.Tensor2D[] {
-  let out = model.ops.mm(x, fused.weight);
+  return model.ops.splitColumns(fusedProjection(model, x, fused), fused.widths);
+}
+
+/** `x @ [W₁ | W₂ | …] (+ [b₁ | b₂ | …])`, unsplit. */
+function fusedProjection(model: LlamaModel, x: tf.Tensor2D, fused: FusedWeight): tf.Tensor2D {
+  const out = model.ops.mm(x, fused.weight);
   const biases = fused.names.map((name) => model.params.get(`${name}.bias`));
-  if (biases.every((bias) => bias !== undefined)) out = tf.add(out, tf.concat(biases, 0));
-  return model.ops.splitColumns(out, fused.widths);
+  if (!biases.every((bias) => bias !== undefined)) return out;
+  return tf.add(out, tf.concat(biases, 0)) as tf.Tensor2D;
 }

@@ -22,16 +22,22 @@ type Params = Map<string, tf.Tensor>;
 /** A fused projection: the column-concatenated weights (and biases) of several linears. */
 export type FusedWeight = { names: string[]; widths: number[]; weight: tf.Tensor2D };
 
+/**
+ * What attention's backward needs: the head layouts and probabilities when attention is composed
+ * from tfjs ops, or the fused projection output and probabilities for `MatMulOps.attention`.
+ * @internal
+ */
+export type AttentionCore =
+  | { kind: 'ops'; qg: tf.Tensor3D; kt: tf.Tensor3D; vb: tf.Tensor3D; p: tf.Tensor3D }
+  | { kind: 'fused'; qkv: tf.Tensor2D; p: tf.Tensor };
+
 /** @internal */
 export type LayerCache = {
   norm1: NormCache;
   h1: tf.Tensor2D;
   qkv: FusedWeight;
   gateUp: FusedWeight;
-  qg: tf.Tensor3D;
-  kt: tf.Tensor3D;
-  vb: tf.Tensor3D;
-  p: tf.Tensor3D;
+  core: AttentionCore;
   attention: tf.Tensor2D;
   norm2: NormCache;
   h2: tf.Tensor2D;

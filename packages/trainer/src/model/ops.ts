@@ -1,4 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
+import {
+  type AttentionShape,
+  ortAttentionActive,
+  ortAttentionBackward,
+  ortAttentionForward,
+} from '../backend/ort-attention.js';
 import { ortMatMulActive, ortMatMulOp } from '../backend/ort-matmul.js';
 import {
   FAST_BATCH_MAT_MUL,
@@ -47,6 +53,28 @@ export type MatMulOps = {
    * model composes it from tfjs ops.
    */
   rope?: (x: tf.Tensor2D, cos: tf.Tensor3D, sin: tf.Tensor3D, transpose: boolean) => tf.Tensor2D;
+  /**
+   * Fused causal attention of the q/k/v projection output `[B·T, (H + 2·Hkv)·d]` (RoPE, scaling,
+   * mask, softmax, × V): `[attention, p]`, and its backward to d qkv; undefined where the model
+   * composes attention from tfjs ops.
+   */
+  attention?: {
+    forward(
+      qkv: tf.Tensor2D,
+      cos: tf.Tensor,
+      sin: tf.Tensor,
+      bias: tf.Tensor,
+      shape: AttentionShape & { batch: number; seq: number },
+    ): [tf.Tensor2D, tf.Tensor];
+    backward(
+      dAttention: tf.Tensor2D,
+      qkv: tf.Tensor2D,
+      cos: tf.Tensor,
+      sin: tf.Tensor,
+      p: tf.Tensor,
+      shape: AttentionShape & { batch: number; seq: number },
+    ): tf.Tensor2D;
+  };
   /** True when transposes are explicit copies (then a transpose shared by products pays off). */
   explicitTranspose: boolean;
   /**
@@ -72,6 +100,9 @@ export function matMulOps(backendName: string): MatMulOps {
     bmm: (a, b) => ortMatMulOp(a, b, false, false),
     bmmNT: (a, b) => ortMatMulOp(a, b, false, true),
     bmmTN: (a, b) => ortMatMulOp(a, b, true, false),
+    ...(ortAttentionActive()
+      ? { attention: { forward: ortAttentionForward, backward: ortAttentionBackward } }
+      : {}),
   };
 }
 
