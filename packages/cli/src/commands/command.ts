@@ -43,6 +43,12 @@ export type Command = {
   example: string;
   /** Config keys and defaults; absent for subcommands without a config. */
   spec?: ConfigSpec;
+  /**
+   * The config as the run uses it, with the packages' own defaults filled in (what
+   * `--print-config` shows and the run folder records); default: the resolved config's values.
+   * Throws a package's validation error for a value the run would reject.
+   */
+  effectiveConfig?: (config: ResolvedConfig) => Record<string, unknown>;
   /** Subcommand-specific flags besides the common ones. */
   flags?: Readonly<Record<string, FlagSpec>>;
   /** Positional arguments: names for help, how many are needed. */

@@ -8,8 +8,10 @@ import {
 } from '@rlvr/core';
 import {
   type DistillLoss,
+  FILTER_TRACES_OPTION_KEYS,
   type FilterTracesOptions,
   filterTraces,
+  GENERATE_TRACES_OPTION_KEYS,
   generateTraces,
   readTraces,
   type TraceRecord,
@@ -18,6 +20,7 @@ import {
 import type { Checkpoint } from '@rlvr/model';
 import { createLlamaModel, TRAINER_DEFAULTS } from '@rlvr/trainer';
 import type { ConfigSpec } from '../config/load-config.js';
+import { omitKeys } from '../config/option-keys.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
 import {
@@ -36,17 +39,27 @@ import {
   trainStudent,
 } from './train-student.js';
 
-/** Keys of `traces` (@rlvr/distill `generateTraces` options a config may set). */
-const TRACES_KEYS = ['k', 'sampling', 'acceptThreshold', 'batchSize', 'keepLogprobs'] as const;
-/** Keys of `filter` (@rlvr/distill `filterTraces` options). */
-const FILTER_KEYS = [
-  'maxPerPrompt',
-  'prefer',
-  'seed',
-  'maxTokens',
-  'dropTruncated',
-  'dedupeThreshold',
+/**
+ * `generateTraces` options the CLI supplies itself: the teacher's sampler (`teacher`, `sampler`),
+ * the dataset's prompts, the rewards, the run folder's traces file, `--overwrite`, the progress
+ * bar and Ctrl-C; `resume` stays the package's (a file of the same teacher and settings is
+ * continued).
+ */
+export const TRACES_KEYS_SET_BY_CLI = [
+  'sampler',
+  'prompts',
+  'reward',
+  'outPath',
+  'teacher',
+  'resume',
+  'overwrite',
+  'progress',
+  'signal',
 ] as const;
+/** Keys of `traces`: @rlvr/distill `generateTraces` options, passed through. */
+export const TRACES_KEYS = omitKeys(GENERATE_TRACES_OPTION_KEYS, TRACES_KEYS_SET_BY_CLI);
+/** Keys of `filter`: every @rlvr/distill `filterTraces` option, passed through. */
+export const FILTER_KEYS = FILTER_TRACES_OPTION_KEYS;
 /** The traces file in the run folder. */
 export const TRACES_FILE = 'traces.jsonl';
 

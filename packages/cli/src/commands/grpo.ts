@@ -1,11 +1,11 @@
 import {
   createGrpoTrainer,
   createLlamaModel,
+  effectiveGrpoConfig,
   GRPO_CONFIG_KEYS,
   type GrpoConfig,
-  TRAINER_DEFAULTS,
 } from '@rlvr/trainer';
-import { attributeError, type ConfigSpec } from '../config/load-config.js';
+import { attributeError, type ConfigSpec, type ResolvedConfig } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { startProgress } from '../logging/progress.js';
 import { openSinks, parseReportTo, sequentialWriter } from '../logging/sinks.js';
@@ -32,45 +32,76 @@ export const GRPO_CLI_KEYS = [
   'acceptConfigChanges',
 ] as const;
 
-/** `GrpoConfig` defaults as `createGrpoTrainer` applies them (shown by `--print-config`). */
-const GRPO_DEFAULTS = {
-  promptsPerStep: 4,
-  groupSize: TRAINER_DEFAULTS.groupSize,
-  seed: 0,
-  shuffle: true,
-  temperature: TRAINER_DEFAULTS.temperature,
-  beta: TRAINER_DEFAULTS.beta,
-  epsilonLow: TRAINER_DEFAULTS.epsilonLow,
-  lossAggregation: TRAINER_DEFAULTS.lossAggregation,
-  numIterations: TRAINER_DEFAULTS.numIterations,
-  advantageBaseline: 'mean',
-  schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
-  maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
-  onNonFinite: TRAINER_DEFAULTS.onNonFinite,
-  maxConsecutiveSkips: TRAINER_DEFAULTS.maxConsecutiveSkips,
-  logCompletionsEvery: 1,
-  keepLast: 2,
-  reportTo: ['jsonl'],
-  backend: 'auto',
-};
+/**
+ * The CLI's own defaults; every `GrpoConfig` default is the trainer's, never set here: the
+ * trainer gets only the keys the user set, and `--print-config` and `rlvr-config.yaml` show
+ * @rlvr/trainer's `effectiveGrpoConfig` (see {@link effectiveGrpoRunConfig}).
+ */
+const GRPO_CLI_DEFAULTS = { reportTo: ['jsonl'], backend: 'auto' };
 
 const spec: ConfigSpec = {
   known: [...GRPO_CONFIG_KEYS, ...GRPO_CLI_KEYS],
   nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
-  defaults: GRPO_DEFAULTS,
+  defaults: GRPO_CLI_DEFAULTS,
   required: ['model', 'dataset', 'rewards', 'outputDir', 'maxSteps', 'maxNewTokens'],
 };
 
-/** The `GrpoConfig` handed to the trainer: the keys the user set (defaults are the trainer's). */
-function trainerConfig(
+/** The `GrpoConfig` keys the user set (defaults are the trainer's). */
+function userGrpoConfig(
   values: Record<string, unknown>,
   origins: ReadonlyMap<string, string>,
-): GrpoConfig {
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of GRPO_CONFIG_KEYS) {
     if (origins.has(key) && values[key] !== undefined) out[key] = values[key];
   }
-  return { ...out, progress: false } as GrpoConfig;
+  return out;
+}
+
+/** The `GrpoConfig` handed to the trainer: the keys the user set, without the trainer's bar. */
+function trainerConfig(
+  values: Record<string, unknown>,
+  origins: ReadonlyMap<string, string>,
+): GrpoConfig {
+  return { ...userGrpoConfig(values, origins), progress: false } as GrpoConfig;
+}
+
+/**
+ * Stand-ins for the required `GrpoConfig` keys, so that `--print-config` shows the trainer's
+ * defaults before they are set; they, and the defaults derived from them (`saveEvery` from
+ * `maxSteps`, `normalizer` from `maxNewTokens`), are left out of what is shown.
+ */
+const PLACEHOLDERS = {
+  maxSteps: { value: 1, derived: ['saveEvery'] },
+  maxNewTokens: { value: Number.MAX_SAFE_INTEGER, derived: ['normalizer'] },
+  outputDir: { value: 'outputDir', derived: [] },
+} as const;
+
+/**
+ * The config of a GRPO run as it is used: the CLI's keys and @rlvr/trainer's
+ * `effectiveGrpoConfig` of the `GrpoConfig` keys the user set (every trainer default filled in,
+ * validated as `createGrpoTrainer` validates it). Shown by `--print-config`, written to
+ * `rlvr-config.yaml`.
+ * @internal exported for its test
+ */
+export function effectiveGrpoRunConfig(config: ResolvedConfig): Record<string, unknown> {
+  const set = userGrpoConfig(config.values, config.origins);
+  const stand: Record<string, unknown> = {};
+  for (const [key, { value }] of Object.entries(PLACEHOLDERS)) {
+    if (set[key] === undefined) stand[key] = value;
+  }
+  const effective: Record<string, unknown> = {
+    ...effectiveGrpoConfig({ ...stand, ...set } as GrpoConfig),
+  };
+  for (const [key, { derived }] of Object.entries(PLACEHOLDERS)) {
+    if (stand[key] === undefined) continue;
+    delete effective[key];
+    for (const name of derived) if (set[name] === undefined) delete effective[name];
+  }
+  const cli = Object.fromEntries(
+    Object.entries(config.values).filter(([key]) => !GRPO_CONFIG_KEYS.includes(key as never)),
+  );
+  return { ...cli, ...effective };
 }
 
 export const grpoCommand: Command = {
@@ -80,6 +111,7 @@ export const grpoCommand: Command = {
     '--config grpo.yaml [--set key=value]... [--report-to jsonl,csv,tensorboard] [--resume | --overwrite]',
   trains: true,
   spec,
+  effectiveConfig: effectiveGrpoRunConfig,
   details: `Config keys: @rlvr/trainer's GrpoConfig (maxSteps, groupSize, beta, schedule, …; see its README)
 plus model (checkpoint folder or run folder), dataset (path or { path, columns, format, limit }),
 rewards (names: math, r1-format, ifeval, code, countdown, … with weights, or { module: ./r.js }),
@@ -179,7 +211,7 @@ async function trainGrpo(
     }).catch((error: unknown) => {
       throw attributeError(error, config);
     });
-    await writeRunConfig(outputDir, 'grpo', config);
+    await writeRunConfig(outputDir, 'grpo', { ...config, values: effectiveGrpoRunConfig(config) });
     bar = startProgress('grpo', grpoConfig.maxSteps, context.progress, grpo.completedSteps);
     const result = await grpo.train({ signal: interrupt.signal });
     bar.stop();

@@ -146,7 +146,13 @@ export async function runCommand(
       })
     : { values: {}, file: undefined, origins: new Map<string, string>() };
   if (values['print-config']) {
-    io.stdout(formatConfig(config.values));
+    let shown = config.values;
+    try {
+      shown = command.effectiveConfig?.(config) ?? config.values;
+    } catch (error) {
+      throw attributeError(error, config);
+    }
+    io.stdout(formatConfig(shown));
     return 0;
   }
   const quiet = values.quiet === true;

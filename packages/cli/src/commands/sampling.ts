@@ -1,21 +1,26 @@
 import { existsSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type Completion, OverwriteRefusedError } from '@rlvr/core';
+import { type Completion, OverwriteRefusedError, SAMPLE_REQUEST_KEYS } from '@rlvr/core';
 import type { OnnxSampler } from '@rlvr/rollout';
+import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
 
-/** SampleRequest keys a `generate` / `eval` config may set (core's names). */
-export const SAMPLING_KEYS = [
-  'maxNewTokens',
-  'temperature',
-  'topP',
-  'topK',
-  'minP',
-  'repetitionPenalty',
-  'stop',
-  'seed',
+/**
+ * `SampleRequest` keys a `generate` / `eval` config does not set: `prompts` come from the dataset
+ * and `n` is the command's own key (with its default); the outputs keep the completion text only,
+ * so `returnModelLogprobs` and `topLogprobs` would be computed and dropped, and `confidenceStop`
+ * needs `topLogprobs`.
+ */
+export const SAMPLING_KEYS_NOT_IN_CONFIG = [
+  'prompts',
+  'n',
+  'returnModelLogprobs',
+  'topLogprobs',
+  'confidenceStop',
 ] as const;
+/** SampleRequest keys a `generate` / `eval` config may set (@rlvr/core's `SAMPLE_REQUEST_KEYS`). */
+export const SAMPLING_KEYS = omitKeys(SAMPLE_REQUEST_KEYS, SAMPLING_KEYS_NOT_IN_CONFIG);
 
 /** The request fields of a config (only those set). */
 export function samplingOf(values: Record<string, unknown>): Record<string, unknown> {

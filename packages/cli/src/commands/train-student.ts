@@ -2,33 +2,97 @@ import { existsSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type MetricRecord, validateInteger } from '@rlvr/core';
-import type { DistillLoss, DistillStepRecord, TraceRecord } from '@rlvr/distill';
-import { distillStudent, loadDistillCheckpoint } from '@rlvr/distill';
+import type {
+  DistillLoss,
+  DistillStepRecord,
+  DistillStudentOptions,
+  TraceRecord,
+} from '@rlvr/distill';
+import { DISTILL_STUDENT_OPTION_KEYS, distillStudent, loadDistillCheckpoint } from '@rlvr/distill';
 import type { Checkpoint } from '@rlvr/model';
-import { createLlamaModel, createPolicyTrainer, type PolicyTrainerOptions } from '@rlvr/trainer';
+import {
+  createLlamaModel,
+  createPolicyTrainer,
+  POLICY_TRAINER_OPTION_KEYS,
+  type PolicyTrainerOptions,
+} from '@rlvr/trainer';
+import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
 import { openSinks, parseReportTo, SINK_FILES, sequentialWriter } from '../logging/sinks.js';
 import type { CommandContext } from './command.js';
 import { onInterrupt } from './interrupt.js';
 import { saveRunModel, writeRunConfig } from './run-folder.js';
 
-/** @rlvr/trainer `PolicyTrainerOptions` keys a student-training config may set. */
-export const POLICY_TRAINER_KEYS = [
-  'schedule',
-  'optimizer',
-  'maxGradNorm',
-  'microBatchSize',
-  'onNonFinite',
-  'maxConsecutiveSkips',
+/**
+ * `createPolicyTrainer` options a student-training config does not set: students are trained with
+ * `sftStep` / `logitsStep`, so the GRPO loss settings (`grpo`) and its reference model
+ * (`referenceCheckpoint`, used only when `grpo.beta` > 0) do nothing.
+ */
+export const POLICY_TRAINER_KEYS_NOT_IN_CONFIG = ['grpo', 'referenceCheckpoint'] as const;
+/** @rlvr/trainer `PolicyTrainerOptions` keys a student-training config may set (passed through). */
+export const POLICY_TRAINER_KEYS = omitKeys(
+  POLICY_TRAINER_OPTION_KEYS,
+  POLICY_TRAINER_KEYS_NOT_IN_CONFIG,
+);
+/**
+ * `distillStudent` options a student-training config does not set: the CLI supplies them
+ * (`trainer`, `traces`, `encodePrompt`, `loss` (its own key in `rlvr distill`; SFT in `rlvr sft`),
+ * `checkpoint` (the run folder and `saveEvery`), `resumeFrom` (`--resume`), `previousHistory`,
+ * `overwrite` (`--overwrite`), `progress`, `onStep` (the sinks), `signal` (Ctrl-C)), or they need
+ * code or a sampler, which a config cannot give (`evaluate`, `evalEvery`, `onPolicy`).
+ */
+export const DISTILL_STUDENT_KEYS_NOT_IN_CONFIG = [
+  'trainer',
+  'traces',
+  'encodePrompt',
+  'loss',
+  'checkpoint',
+  'resumeFrom',
+  'previousHistory',
+  'overwrite',
+  'progress',
+  'onStep',
+  'signal',
+  'evaluate',
+  'evalEvery',
+  'onPolicy',
 ] as const;
-/** @rlvr/distill `distillStudent` keys a student-training config may set. */
-export const DISTILL_STUDENT_KEYS = ['epochs', 'batchSize', 'pack', 'seed'] as const;
+/** @rlvr/distill `distillStudent` keys a student-training config may set (passed through). */
+export const DISTILL_STUDENT_KEYS = omitKeys(
+  DISTILL_STUDENT_OPTION_KEYS,
+  DISTILL_STUDENT_KEYS_NOT_IN_CONFIG,
+);
 /** The run folder's distillation checkpoint (optimizer state and data position, for `--resume`). */
 export const STUDENT_CHECKPOINT_DIR = 'checkpoint';
 
-function trainerOptions(values: Record<string, unknown>, totalSteps: number): PolicyTrainerOptions {
+/** The values of `keys` that are set. */
+function setValues(values: Record<string, unknown>, keys: readonly string[]) {
   const out: Record<string, unknown> = {};
-  for (const key of POLICY_TRAINER_KEYS) if (values[key] !== undefined) out[key] = values[key];
+  for (const key of keys) if (values[key] !== undefined) out[key] = values[key];
+  return out;
+}
+
+/**
+ * The `distillStudent` options a config sets (every {@link DISTILL_STUDENT_KEYS} key given), with
+ * the checked loop settings. @internal exported for its test
+ */
+export function studentOptions(
+  values: Record<string, unknown>,
+  loop: { epochs: number; batchSize: number },
+): Partial<DistillStudentOptions> & { epochs: number; batchSize: number } {
+  return {
+    ...setValues(values, DISTILL_STUDENT_KEYS),
+    epochs: loop.epochs,
+    batchSize: loop.batchSize,
+  };
+}
+
+/** The `createPolicyTrainer` options a config sets. @internal exported for its test */
+export function trainerOptions(
+  values: Record<string, unknown>,
+  totalSteps: number,
+): PolicyTrainerOptions {
+  const out = setValues(values, POLICY_TRAINER_KEYS);
   const schedule = out.schedule as Record<string, unknown> | undefined;
   // cosine / linear need totalSteps: the run's step count unless the config gives one.
   if (
@@ -144,10 +208,7 @@ export async function trainStudent(
       traces: options.traces,
       encodePrompt: options.encodePrompt,
       loss: options.loss,
-      epochs: loop.epochs,
-      batchSize: loop.batchSize,
-      ...(values.pack === undefined ? {} : { pack: values.pack as boolean }),
-      ...(values.seed === undefined ? {} : { seed: values.seed as number }),
+      ...studentOptions(values, loop),
       checkpoint: { dir: checkpointDir, every: loop.saveEvery },
       ...(saved ? { resumeFrom: checkpointDir } : {}),
       ...(context.overwrite && !saved ? { overwrite: true } : {}),

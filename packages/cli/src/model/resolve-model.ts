@@ -2,20 +2,18 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCode, validateOneOf } from '@rlvr/core';
 import { type Checkpoint, createTokenizer, loadCheckpoint, type Tokenizer } from '@rlvr/model';
-import { createOnnxSampler, type OnnxSampler } from '@rlvr/rollout';
+import { createOnnxSampler, ONNX_SAMPLER_OPTION_KEYS, type OnnxSampler } from '@rlvr/rollout';
 import { type BackendName, selectBackend } from '@rlvr/trainer';
+import { omitKeys } from '../config/option-keys.js';
 import { ConfigError } from '../errors/config-error.js';
 
-/** Keys of the `sampler` config object (a subset of @rlvr/rollout's `OnnxSamplerOptions`). */
-export const SAMPLER_KEYS = [
-  'workers',
-  'threads',
-  'engine',
-  'stepsPerRun',
-  'promptFormat',
-  'executionProviders',
-  'allowSpinning',
-] as const;
+/**
+ * `createOnnxSampler` options the CLI sets itself: the model comes from the `model` (or
+ * `teacher`) key as a checkpoint, with its own tokenizer.
+ */
+export const SAMPLER_KEYS_SET_BY_CLI = ['checkpoint', 'onnxPath', 'tokenizer'] as const;
+/** Keys of the `sampler` config object: @rlvr/rollout's `createOnnxSampler` options, passed through. */
+export const SAMPLER_KEYS = omitKeys(ONNX_SAMPLER_OPTION_KEYS, SAMPLER_KEYS_SET_BY_CLI);
 
 const isDir = (path: string) => existsSync(path) && statSync(path).isDirectory();
 

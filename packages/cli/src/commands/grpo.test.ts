@@ -1,0 +1,108 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  effectiveGrpoConfig,
+  GRPO_CONFIG_KEYS,
+  type GrpoConfig,
+  TRAINER_DEFAULTS,
+} from '@rlvr/trainer';
+import { describe, expect, it } from 'vitest';
+import YAML from 'yaml';
+import { runCli } from '../run-cli.js';
+
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+  });
+  return { code, stdout, stderr };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'rlvr-grpo-print-'));
+const trainerKeys = {
+  outputDir: 'runs/grpo',
+  maxSteps: 30,
+  maxNewTokens: 8,
+  beta: 0.04,
+  groupSize: 4,
+};
+const configPath = join(dir, 'grpo.yaml');
+writeFileSync(
+  configPath,
+  YAML.stringify({ model: 'model', dataset: 'data.jsonl', rewards: ['math'], ...trainerKeys }),
+);
+
+/** The GrpoConfig keys of a printed config. */
+const grpoPart = (printed: Record<string, unknown>) =>
+  Object.fromEntries(
+    Object.entries(printed).filter(([key]) => GRPO_CONFIG_KEYS.includes(key as never)),
+  );
+
+describe('rlvr grpo --print-config', () => {
+  it("should show every GrpoConfig setting as @rlvr/trainer's effectiveGrpoConfig resolves it", async () => {
+    const { code, stdout } = await cli(
+      'grpo',
+      '--config',
+      configPath,
+      '--set',
+      'lossAggregation=seq-mean-token-sum-norm',
+      '--print-config',
+    );
+    expect(code).toBe(0);
+    const printed = YAML.parse(stdout) as Record<string, unknown>;
+    const expected = effectiveGrpoConfig({
+      ...trainerKeys,
+      lossAggregation: 'seq-mean-token-sum-norm',
+    } as GrpoConfig);
+    expect(grpoPart(printed)).toEqual(expected);
+    // the trainer's defaults, including the ones that apply only in this combination
+    expect(printed).toMatchObject({
+      epsilonLow: TRAINER_DEFAULTS.epsilonLow,
+      epsilonHigh: TRAINER_DEFAULTS.epsilonLow,
+      klEstimator: TRAINER_DEFAULTS.klEstimator,
+      schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
+      saveEvery: 3,
+      normalizer: 8,
+      // and the CLI's own keys
+      model: 'model',
+      reportTo: ['jsonl'],
+      backend: 'auto',
+    });
+  });
+
+  it("should show the trainer's defaults before the required keys are set", async () => {
+    const { code, stdout } = await cli('grpo', '--print-config');
+    expect(code).toBe(0);
+    const printed = YAML.parse(stdout) as Record<string, unknown>;
+    const { maxSteps, maxNewTokens, outputDir, saveEvery, ...expected } = effectiveGrpoConfig({
+      maxSteps: 1,
+      maxNewTokens: 1,
+      outputDir: 'x',
+    });
+    expect(grpoPart(printed)).toEqual(expected);
+    expect(printed).not.toHaveProperty('klEstimator'); // β = 0
+    expect(printed.groupSize).toBe(TRAINER_DEFAULTS.groupSize);
+  });
+
+  it('should reject a value the run would reject, naming the key and where it was set', async () => {
+    const { code, stderr } = await cli(
+      'grpo',
+      '--config',
+      configPath,
+      '--set',
+      'beta=-1',
+      '--print-config',
+    );
+    expect(code).toBe(2);
+    expect(stderr).toMatch(
+      /config key 'beta' \(in --set\): .*expected a finite number >= 0, got -1/,
+    );
+  });
+});
