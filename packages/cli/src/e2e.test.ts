@@ -140,6 +140,10 @@ describe('rlvr (built binary, end to end)', () => {
     expect(html).toContain('<svg');
     expect(html).toContain('reward/mean');
     expect(html).toContain('rlvr-config.yaml');
+    // the run's settings with the trainer's defaults (effectiveGrpoConfig), not only the file's
+    const recorded = readFileSync(join(project, 'runs/grpo/rlvr-config.yaml'), 'utf8');
+    expect(recorded).toMatch(/^epsilonHigh: 0\.2$/m);
+    expect(recorded).toMatch(/^scaleRewards: group$/m);
     expect(existsSync(join(project, 'runs/grpo/model/model.safetensors'))).toBe(true);
   });
 
