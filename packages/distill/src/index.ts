@@ -3,7 +3,11 @@ export type {
   FilterTracesResult,
   PromptFilterStats,
 } from './filter/filter-traces.js';
-export { FILTER_TRACES_OPTION_KEYS, filterTraces } from './filter/filter-traces.js';
+export {
+  FILTER_TRACES_DEFAULTS,
+  FILTER_TRACES_OPTION_KEYS,
+  filterTraces,
+} from './filter/filter-traces.js';
 export type { DistillDivergence, TopKLogprobs } from './losses/divergences.js';
 export {
   distillationLoss,
@@ -20,7 +24,10 @@ export type {
   TraceSamplingOptions,
   TraceTeacher,
 } from './traces/generate-traces-options.js';
-export { GENERATE_TRACES_OPTION_KEYS } from './traces/generate-traces-options.js';
+export {
+  GENERATE_TRACES_DEFAULTS,
+  GENERATE_TRACES_OPTION_KEYS,
+} from './traces/generate-traces-options.js';
 export type { ReadTracesOptions, TraceSettings, TracesHeader } from './traces/trace-file.js';
 export { readTraces, readTracesHeader } from './traces/trace-file.js';
 export type { PromptRecord, TraceRecord } from './traces/trace-record.js';
@@ -33,7 +40,10 @@ export type {
   DistillStudentOptions,
   DistillStudentResult,
 } from './train/distill-options.js';
-export { DISTILL_STUDENT_OPTION_KEYS } from './train/distill-options.js';
+export {
+  DISTILL_STUDENT_DEFAULTS,
+  DISTILL_STUDENT_OPTION_KEYS,
+} from './train/distill-options.js';
 export { distillStudent } from './train/distill-student.js';
 export { assertSharedTokenizer } from './train/shared-tokenizer.js';
 export type { TeacherLogits } from './train/teacher.js';

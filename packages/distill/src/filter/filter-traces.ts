@@ -43,6 +43,17 @@ export const FILTER_TRACES_OPTION_KEYS = [
   'dedupeThreshold',
 ] as const satisfies readonly (keyof FilterTracesOptions)[];
 
+/**
+ * The defaults of `filterTraces`' options (`maxPerPrompt` and `maxTokens`: no cap). Layers that
+ * show or pass these settings (the CLI's `--print-config`) use them instead of copies.
+ */
+export const FILTER_TRACES_DEFAULTS = Object.freeze({
+  prefer: 'shorter',
+  seed: 0,
+  dropTruncated: true,
+  dedupeThreshold: 0.9,
+} as const);
+
 /** Per-prompt line of the filter report. */
 export type PromptFilterStats = {
   promptId: string;
@@ -116,10 +127,14 @@ export function filterTraces(
           functionName: FN,
           min: 1,
         });
-  const prefer = validateOneOf(raw.prefer ?? 'shorter', ['shorter', 'first', 'random'], {
-    parameter: 'options.prefer',
-    functionName: FN,
-  });
+  const prefer = validateOneOf(
+    raw.prefer ?? FILTER_TRACES_DEFAULTS.prefer,
+    ['shorter', 'first', 'random'],
+    {
+      parameter: 'options.prefer',
+      functionName: FN,
+    },
+  );
   const maxTokens =
     raw.maxTokens === undefined
       ? Number.POSITIVE_INFINITY
@@ -131,7 +146,7 @@ export function filterTraces(
   const dedupe =
     raw.dedupeThreshold === false
       ? false
-      : validateNumber(raw.dedupeThreshold ?? 0.9, {
+      : validateNumber(raw.dedupeThreshold ?? FILTER_TRACES_DEFAULTS.dedupeThreshold, {
           parameter: 'options.dedupeThreshold',
           functionName: FN,
           min: 0,
@@ -146,8 +161,8 @@ export function filterTraces(
       functionName: FN,
     });
   }
-  const dropTruncated = raw.dropTruncated ?? true;
-  const rng = createRng(raw.seed ?? 0);
+  const dropTruncated = raw.dropTruncated ?? FILTER_TRACES_DEFAULTS.dropTruncated;
+  const rng = createRng(raw.seed ?? FILTER_TRACES_DEFAULTS.seed);
 
   const byPrompt = new Map<string, TraceRecord[]>();
   traces.forEach((trace, index) => {

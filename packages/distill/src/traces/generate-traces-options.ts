@@ -100,6 +100,18 @@ export const GENERATE_TRACES_OPTION_KEYS = [
   'progress',
   'signal',
 ] as const satisfies readonly (keyof GenerateTracesOptions)[];
+/**
+ * The defaults of `generateTraces`' optional settings (`sampling.seed` is the base seed). Layers
+ * that show or pass these settings (the CLI's `--print-config`) use them instead of copies.
+ */
+export const GENERATE_TRACES_DEFAULTS = Object.freeze({
+  acceptThreshold: 1,
+  batchSize: 8,
+  resume: true,
+  overwrite: false,
+  keepLogprobs: false,
+  sampling: Object.freeze({ seed: 0 }),
+} as const);
 // core's request keys, less the ones this function sets itself (prompts, n) or does not offer
 const SAMPLING_KNOWN: readonly string[] = SAMPLE_REQUEST_KEYS.filter(
   (key) => !['prompts', 'n', 'topLogprobs', 'confidenceStop'].includes(key),
@@ -130,15 +142,18 @@ export function validateGenerateOptions(options: GenerateTracesOptions): Validat
   });
   assertSampler(raw.sampler, 'options.sampler');
   const k = validateInteger(raw.k, { parameter: 'options.k', functionName: FN, min: 1 });
-  const batchSize = validateInteger(raw.batchSize ?? 8, {
+  const batchSize = validateInteger(raw.batchSize ?? GENERATE_TRACES_DEFAULTS.batchSize, {
     parameter: 'options.batchSize',
     functionName: FN,
     min: 1,
   });
-  const acceptThreshold = validateNumber(raw.acceptThreshold ?? 1, {
-    parameter: 'options.acceptThreshold',
-    functionName: FN,
-  });
+  const acceptThreshold = validateNumber(
+    raw.acceptThreshold ?? GENERATE_TRACES_DEFAULTS.acceptThreshold,
+    {
+      parameter: 'options.acceptThreshold',
+      functionName: FN,
+    },
+  );
   const sampling = validateSampling(raw.sampling);
   if (typeof raw.reward !== 'function') {
     throw new InvalidArgumentError({
@@ -156,9 +171,17 @@ export function validateGenerateOptions(options: GenerateTracesOptions): Validat
       expected: 'a file path',
     });
   }
-  const resume = readBoolean(raw.resume, 'options.resume', true);
-  const overwrite = readBoolean(raw.overwrite, 'options.overwrite', false);
-  const keepLogprobs = readBoolean(raw.keepLogprobs, 'options.keepLogprobs', false);
+  const resume = readBoolean(raw.resume, 'options.resume', GENERATE_TRACES_DEFAULTS.resume);
+  const overwrite = readBoolean(
+    raw.overwrite,
+    'options.overwrite',
+    GENERATE_TRACES_DEFAULTS.overwrite,
+  );
+  const keepLogprobs = readBoolean(
+    raw.keepLogprobs,
+    'options.keepLogprobs',
+    GENERATE_TRACES_DEFAULTS.keepLogprobs,
+  );
   const prompts = readPrompts(raw.prompts);
   const teacher = readTeacher(raw.teacher);
   return {
@@ -175,7 +198,7 @@ export function validateGenerateOptions(options: GenerateTracesOptions): Validat
     keepLogprobs,
     settings: {
       k,
-      sampling: { ...sampling, seed: sampling.seed ?? 0 },
+      sampling: { ...sampling, seed: sampling.seed ?? GENERATE_TRACES_DEFAULTS.sampling.seed },
       teacher,
       acceptThreshold,
       keepLogprobs,

@@ -141,6 +141,12 @@ export const DISTILL_STUDENT_OPTION_KEYS = [
   'progress',
   'signal',
 ] as const satisfies readonly (keyof DistillStudentOptions)[];
+/**
+ * The defaults of `distillStudent`'s optional settings that a config may give (`epochs` and
+ * `batchSize` have none). Layers that show or pass these settings (the CLI's `--print-config`)
+ * use them instead of copies.
+ */
+export const DISTILL_STUDENT_DEFAULTS = Object.freeze({ seed: 0, pack: false } as const);
 const LOGITS_ONLY = ['divergence', 'beta', 'temperature', 'teacher', 'sftWeight'] as const;
 
 /** Validated options of {@link distillStudent}. @internal */
@@ -238,9 +244,12 @@ export function validateDistillOptions(options: DistillStudentOptions): Validate
     evalEvery,
     seed:
       raw.seed === undefined
-        ? 0
+        ? DISTILL_STUDENT_DEFAULTS.seed
         : validateInteger(raw.seed, { parameter: 'options.seed', functionName: FN }),
-    pack: readBoolean(raw.pack, 'options.pack'),
+    pack:
+      raw.pack === undefined
+        ? DISTILL_STUDENT_DEFAULTS.pack
+        : readBoolean(raw.pack, 'options.pack'),
     overwrite: readBoolean(raw.overwrite, 'options.overwrite'),
     loss,
     onPolicy,
