@@ -100,6 +100,11 @@ export type RunConfig = {
     shortRate: number;
     /** Probability of a hedged answer list, see `solveStyled`. */
     hedgeRate: number;
+    /**
+     * Probability of a verbose trace (the chain, then a redundant re-check restating its steps),
+     * see `solveStyled`; `shortRate + verboseRate` ≤ 1.
+     */
+    verboseRate: number;
   };
   grpo: GrpoConfig;
   /** The claims phase (`--claims`): extra GRPO arms from the SFT teacher and a budget sweep. */
@@ -137,7 +142,7 @@ export const DEFAULT_CONFIG: RunConfig = {
   quick: false,
   task: { minTerms: 3, maxTerms: 6, operators: ['+', '-'], termMax: 3 },
   data: { train: 4000, eval: 200 },
-  maxNewTokens: 48,
+  maxNewTokens: 60,
   teacher: { hiddenSize: 96, layers: 3, heads: 4, kvHeads: 2, intermediateSize: 256 },
   student: { hiddenSize: 64, layers: 2, heads: 2, kvHeads: 1, intermediateSize: 128 },
   warmStart: {
@@ -148,6 +153,7 @@ export const DEFAULT_CONFIG: RunConfig = {
     slipRate: 0.2,
     shortRate: 0.1,
     hedgeRate: 0.05,
+    verboseRate: 0.5,
   },
   grpo: {
     maxSteps: 30,
@@ -167,7 +173,7 @@ export const DEFAULT_CONFIG: RunConfig = {
     microBatchSize: 64,
     formatWeight: 0.2,
     evalEvery: 10,
-    evalPrompts: 64,
+    evalPrompts: 128,
   },
   claims: { enabled: false, steps: 30, lengthPenaltyFactor: 1 },
   distill: {
@@ -194,7 +200,9 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
   maxNewTokens: 32,
   teacher: { hiddenSize: 64, layers: 2, heads: 2, kvHeads: 1, intermediateSize: 160 },
   student: { hiddenSize: 32, layers: 1, heads: 2, kvHeads: 1, intermediateSize: 64 },
-  warmStart: { examples: 600, steps: 1400, batchSize: 32 },
+  // No verbose traces: with them the 64x2 teacher did not learn the arithmetic in 1,400 steps
+  // (held-out sampled pass@1 8%, against 62% without), as with a larger short/hedged mix before.
+  warmStart: { examples: 600, steps: 1400, batchSize: 32, verboseRate: 0 },
   grpo: { maxSteps: 40, studentSteps: 10, promptsPerStep: 16, evalEvery: 10, evalPrompts: 32 },
   claims: { steps: 20 },
   distill: { prompts: 300, tracesPerPrompt: 4, epochs: 3, learningRate: 6e-3 },
@@ -354,8 +362,19 @@ export function validateConfig(config: RunConfig): RunConfig {
   int(config.grpo.evalEvery, 'grpo.evalEvery', 0);
   int(config.grpo.evalPrompts, 'grpo.evalPrompts', 1);
   int(config.grpo.studentSteps, 'grpo.studentSteps', 1);
-  num(config.warmStart.shortRate, 'warmStart.shortRate', 0);
-  num(config.warmStart.hedgeRate, 'warmStart.hedgeRate', 0);
+  const rate = (value: number, parameter: string) =>
+    validateNumber(value, { parameter, functionName: FN, min: 0, max: 1 });
+  rate(config.warmStart.shortRate, 'warmStart.shortRate');
+  rate(config.warmStart.hedgeRate, 'warmStart.hedgeRate');
+  rate(config.warmStart.verboseRate, 'warmStart.verboseRate');
+  if (config.warmStart.shortRate + config.warmStart.verboseRate > 1) {
+    throw new InvalidArgumentError({
+      parameter: 'warmStart.verboseRate',
+      functionName: FN,
+      value: config.warmStart.verboseRate,
+      expected: `at most 1 − warmStart.shortRate (${1 - config.warmStart.shortRate}): a trace is short, verbose or plain`,
+    });
+  }
   int(config.claims.steps, 'claims.steps', 1);
   num(config.claims.lengthPenaltyFactor, 'claims.lengthPenaltyFactor', 0);
   if (

@@ -16,7 +16,7 @@ import {
   naiveCorrectnessReward,
 } from './rewards.js';
 import { createSampler, type Runtime } from './runtime.js';
-import { type ModArithProblem, termsOf } from './task.js';
+import { type ModArithProblem, restated, termsOf } from './task.js';
 
 /** Held-out check between steps: sampled (temperature 1) and greedy, split by difficulty. */
 export type HeldOutCheck = {
@@ -27,6 +27,8 @@ export type HeldOutCheck = {
   meanLength: number;
   /** Fraction of sampled answers that are hedged lists. */
   hedgeRate: number;
+  /** Fraction of sampled completions whose reasoning restates the question (`restated`). */
+  restateRate: number;
   /** The same per number of operands (difficulty). */
   byTerms: { terms: number; prompts: number; sampledAccuracy: number; meanLength: number }[];
 };
@@ -90,8 +92,11 @@ export type GrpoResult = {
 const mean = (values: readonly number[]) =>
   values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
 
-/** Samples per held-out prompt of the check between steps. */
-const EVAL_SAMPLES = 4;
+/**
+ * Samples per held-out prompt of the check between steps (8: with 128 prompts, 1,024 samples per
+ * check, so the claims' arm-vs-control comparisons are not decided by sampling noise).
+ */
+export const EVAL_SAMPLES = 8;
 
 /** The held-out check: sampled pass@1 and length per difficulty, plus greedy accuracy. */
 async function heldOutCheck(
@@ -115,6 +120,7 @@ async function heldOutCheck(
       correct: correctness(completion.text, problems[index]!.answer),
       length: completion.tokenIds.length,
       hedged: hedged(completion.text),
+      restated: restated(completion.text),
     })),
   );
   const terms = [...new Set(rows.map((row) => row.terms))].sort((a, b) => a - b);
@@ -125,6 +131,7 @@ async function heldOutCheck(
     ),
     meanLength: mean(rows.map((row) => row.length)),
     hedgeRate: mean(rows.map((row) => row.hedged)),
+    restateRate: mean(rows.map((row) => row.restated)),
     byTerms: terms.map((count) => {
       const bucket = rows.filter((row) => row.terms === count);
       return {

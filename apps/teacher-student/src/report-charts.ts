@@ -263,17 +263,33 @@ export function claimCharts(report: Report): string[] {
     }),
     lineChart({
       id: 'length-penalty-accuracy',
-      title: 'Length penalty: held-out sampled pass@1',
+      title: 'Length penalty: held-out sampled pass@1 and restated questions',
       xLabel: 'GRPO step',
-      yLabel: 'accuracy',
+      yLabel: 'fraction (sampled)',
       yMin: 0,
       yMax: 1,
       series: [
-        { name: 'no penalty', color: color(0), points: checks(teacher, (c) => c.sampledAccuracy) },
         {
-          name: 'length penalty',
+          name: 'pass@1, no penalty',
+          color: color(0),
+          points: checks(teacher, (c) => c.sampledAccuracy),
+        },
+        {
+          name: 'pass@1, length penalty',
           color: color(1),
           points: checks(claims.lengthPenalty, (c) => c.sampledAccuracy),
+        },
+        {
+          name: 'restates the question, no penalty',
+          color: color(0),
+          dashed: true,
+          points: checks(teacher, (c) => c.restateRate),
+        },
+        {
+          name: 'restates the question, length penalty',
+          color: color(1),
+          dashed: true,
+          points: checks(claims.lengthPenalty, (c) => c.restateRate),
         },
       ],
     }),

@@ -8,6 +8,7 @@ import {
   PAGE_CSS,
   htmlTable as table,
 } from '@rlvr/report';
+import { EVAL_SAMPLES } from './grpo.js';
 import type { Report } from './report.js';
 import { claimCharts, growthCharts, trainingCharts } from './report-charts.js';
 
@@ -186,7 +187,7 @@ export function renderReportHtml(report: Report): string {
     claims === undefined
       ? '<h2>Claims</h2><p>The claims phase did not run (add <code>--claims</code>): only the length-growth row, read from the teacher run, is in the targets table.</p>'
       : `<h2>Claims</h2>
-<p>Each arm is the teacher's GRPO run from the SFT teacher (same seed, same settings) for ${claims.steps} steps with one change; its control is the teacher run's held-out check at step ${claims.steps}. Held-out checks sample ${report.config.grpo.evalPrompts} prompts × 4 at temperature 1 with a fixed seed.</p>
+<p>Each arm is the teacher's GRPO run from the SFT teacher (same seed, same settings) for ${claims.steps} steps with one change; its control is the teacher run's held-out check at step ${claims.steps}. Held-out checks sample ${report.config.grpo.evalPrompts} prompts × ${EVAL_SAMPLES} at temperature 1 with a fixed seed.</p>
 <div class="charts">${claimCharts(report).join('\n')}</div>
 <h3>Reward hacking: held-out transcripts of the naive-reward policy</h3>
 <p>The robust math verifier rejected ${claims.hacking.caught} of ${claims.hacking.total} final held-out samples that the naive checker (gold digit anywhere in the answer) accepted; ${claims.hacking.hedged} were hedged answer lists.</p>

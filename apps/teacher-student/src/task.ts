@@ -105,6 +105,17 @@ export type TraceStyle = {
    * accepts "gold appears in the answer" rewards it — the exploit the reward-hacking claim shows.
    */
   hedgeRate: number;
+  /**
+   * Probability of the verbose (overthinking) style: before the chain, the reasoning restates the
+   * question (`<think>(3+5-9+2)%10,3+5=8,…`), as R1-style models re-read an easy problem before
+   * solving it. The restatement writes no value, so the chain and the answer are the plain style's:
+   * tokens that buy no accuracy, which a length penalty can remove for free. (A re-check restating
+   * the *steps* after the chain was tried first: the model recomputed it, with its own slips, and
+   * answered from it, so it cost accuracy and GRPO removed it without any penalty.) Short and
+   * verbose are exclusive (`shortRate + verboseRate` ≤ 1: one draw picks the style); 0 (the
+   * default) draws exactly what the mix without it drew.
+   */
+  verboseRate?: number;
 };
 
 /** One warm-start trace written in a style drawn by {@link TraceStyle}. */
@@ -113,9 +124,15 @@ export function solveStyled(
   rng: Rng,
   style: TraceStyle,
 ): string {
-  const short = style.shortRate > 0 && rng.next() < style.shortRate;
+  const verboseRate = style.verboseRate ?? 0;
+  // One draw picks the style (short, verbose or plain), and none when neither is on, so a mix
+  // without verbose traces draws exactly the same stream as before the style existed.
+  const draw = style.shortRate > 0 || verboseRate > 0 ? rng.next() : 1;
+  const short = draw < style.shortRate;
+  const verbose = !short && draw < style.shortRate + verboseRate;
   let text = solveWithSlips(problem, rng, style.slipRate);
   if (short) text = text.replace(/<think>.*<\/think>/, `${THINK_OPEN}${THINK_CLOSE}`);
+  if (verbose) text = text.replace(THINK_OPEN, `${THINK_OPEN}${promptText(problem).slice(0, -1)},`);
   if (style.hedgeRate > 0 && rng.next() < style.hedgeRate) {
     const answer = /<answer>(\d)<\/answer>/.exec(text)![1]!;
     const digits = [answer];
@@ -127,6 +144,20 @@ export function solveStyled(
     text = text.replace(/<answer>\d<\/answer>/, `${ANSWER_OPEN}${digits.join(',')}${ANSWER_CLOSE}`);
   }
   return text;
+}
+
+/** 1 when a completion's reasoning restates the question (the verbose style), else 0. */
+export function restated(completion: string): number {
+  const think = /<think>(.*?)<\/think>/s.exec(completion)?.[1] ?? '';
+  return think.includes('(') ? 1 : 0;
+}
+
+/** The prompt of a problem: `(3+5-9+2)%10=`. */
+export function promptText(problem: Pick<ModArithProblem, 'terms' | 'operators'>): string {
+  const expression = problem.terms
+    .map((term, index) => (index === 0 ? `${term}` : `${problem.operators[index - 1]}${term}`))
+    .join('');
+  return `(${expression})%10=`;
 }
 
 /** Number of operands of a prompt (its difficulty), e.g. 4 for `(3+5-9+2)%10=`. */
@@ -143,11 +174,14 @@ function drawProblem(rng: Rng, config: TaskConfig, id: string): ModArithProblem 
     { length: count - 1 },
     () => config.operators[rng.nextInt(config.operators.length)]!,
   );
-  const expression = terms
-    .map((term, index) => (index === 0 ? `${term}` : `${operators[index - 1]}${term}`))
-    .join('');
   const values = runningValues({ terms, operators });
-  return { id, prompt: `(${expression})%10=`, answer: String(values.at(-1)), terms, operators };
+  return {
+    id,
+    prompt: promptText({ terms, operators }),
+    answer: String(values.at(-1)),
+    terms,
+    operators,
+  };
 }
 
 /** Validates a {@link TaskConfig}; throws `InvalidArgumentError` naming the field. */

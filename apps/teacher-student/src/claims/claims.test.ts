@@ -1,7 +1,17 @@
-import { createRng } from '@rlvr/core';
+import { createRng, InvalidArgumentError } from '@rlvr/core';
+import { createTokenizer } from '@rlvr/model';
 import { describe, expect, it } from 'vitest';
-import { correctness, hedged, naiveCorrectness } from '../rewards.js';
-import { makeSplits, solveStyled, termsOf } from '../task.js';
+import { DEFAULT_CONFIG, mergeConfig, QUICK_OVERRIDES, validateConfig } from '../config.js';
+import { correctness, hedged, naiveCorrectness, r1Format } from '../rewards.js';
+import {
+  buildTaskTokenizer,
+  makeSplits,
+  promptText,
+  restated,
+  solve,
+  solveStyled,
+  termsOf,
+} from '../task.js';
 import { budgetsUpTo } from './budget.js';
 
 describe('claims building blocks', () => {
@@ -30,6 +40,83 @@ describe('claims building blocks', () => {
     for (const trace of traces.filter((t) => hedged(t.text) === 0)) {
       expect(correctness(trace.text, trace.problem.answer)).toBe(1);
     }
+  });
+
+  it('verbose style: the question restated before the chain, as correct and well-formed as the chain', () => {
+    const rng = createRng(9);
+    const style = { slipRate: 0, shortRate: 0.2, hedgeRate: 0, verboseRate: 0.3 };
+    const traces = train.map((problem) => ({ problem, text: solveStyled(problem, rng, style) }));
+    const short = traces.filter((trace) => trace.text.startsWith('<think></think>'));
+    const verbose = traces.filter((trace) => restated(trace.text) === 1);
+    // One draw picks the style: the rates are shares of the data, the styles exclusive.
+    expect(short.length / traces.length).toBeGreaterThan(0.14);
+    expect(short.length / traces.length).toBeLessThan(0.26);
+    expect(verbose.length / traces.length).toBeGreaterThan(0.23);
+    expect(verbose.length / traces.length).toBeLessThan(0.37);
+    for (const { problem, text } of verbose) {
+      const plain = solve(problem);
+      expect(text).toBe(plain.replace('<think>', `<think>${problem.prompt.slice(0, -1)},`));
+      expect(text.length - plain.length).toBe(problem.prompt.length);
+      expect(correctness(text, problem.answer)).toBe(1);
+      expect(r1Format(text)).toBe(1);
+    }
+    for (const { text, problem } of traces.filter((t) => !verbose.includes(t))) {
+      expect(restated(text)).toBe(0);
+      expect(correctness(text, problem.answer)).toBe(1);
+    }
+    // Without the verbose style the mix draws exactly the traces it drew before the style existed.
+    const before = (verboseRate?: number) => {
+      const stream = createRng(4);
+      return train.map((problem) =>
+        solveStyled(problem, stream, {
+          slipRate: 0.2,
+          shortRate: 0.1,
+          hedgeRate: 0.05,
+          ...(verboseRate === undefined ? {} : { verboseRate }),
+        }),
+      );
+    };
+    expect(before(0)).toEqual(before());
+  });
+
+  it('fits the longest hedged trace (verbose where the config writes verbose ones) in maxNewTokens', () => {
+    const tokenizer = createTokenizer(buildTaskTokenizer());
+    for (const config of [DEFAULT_CONFIG, mergeConfig(DEFAULT_CONFIG, QUICK_OVERRIDES)]) {
+      const { task } = config;
+      const terms = [9, ...Array.from({ length: task.maxTerms - 1 }, () => task.termMax)];
+      const operators = Array.from({ length: task.maxTerms - 1 }, () => '+' as const);
+      const chain = /<think>(.*)<\/think>/.exec(solve({ terms, operators }))![1]!;
+      const restatement = `${promptText({ terms, operators }).slice(0, -1)},`;
+      const think = config.warmStart.verboseRate > 0 ? `${restatement}${chain}` : chain;
+      const longest = `<think>${think}</think><answer>1,2,3,4</answer>`;
+      // + 1 for the end-of-sequence token.
+      expect(tokenizer.encode(longest).length + 1).toBeLessThanOrEqual(config.maxNewTokens);
+    }
+  });
+
+  it('validates the warm-start style rates naming the key', () => {
+    const withWarmStart = (warmStart: Record<string, number>) =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        warmStart: { ...DEFAULT_CONFIG.warmStart, ...warmStart },
+      });
+    const invalid = (warmStart: Record<string, number>, parameter: string) => {
+      try {
+        withWarmStart(warmStart);
+      } catch (error) {
+        expect(InvalidArgumentError.isInstance(error)).toBe(true);
+        expect((error as InvalidArgumentError).parameter).toBe(parameter);
+        return;
+      }
+      throw new Error(`expected ${JSON.stringify(warmStart)} to be rejected`);
+    };
+    invalid({ verboseRate: 1.5 }, 'warmStart.verboseRate');
+    invalid({ verboseRate: -0.1 }, 'warmStart.verboseRate');
+    invalid({ shortRate: 0.5, verboseRate: 0.6 }, 'warmStart.verboseRate');
+    invalid({ hedgeRate: 2 }, 'warmStart.hedgeRate');
+    invalid({ shortRate: 1.2 }, 'warmStart.shortRate');
+    expect(() => withWarmStart({ verboseRat: 0.3 })).toThrow(/verboseRate/);
+    expect(withWarmStart({ shortRate: 0.5, verboseRate: 0.5 }).warmStart.verboseRate).toBe(0.5);
   });
 
   it('counts terms and lists thinking budgets up to the longest reasoning', () => {
