@@ -7,10 +7,13 @@ import {
   type WeightedReward,
 } from '@rlvr/core';
 import {
+  DISTILL_STUDENT_DEFAULTS,
   type DistillLoss,
+  FILTER_TRACES_DEFAULTS,
   FILTER_TRACES_OPTION_KEYS,
   type FilterTracesOptions,
   filterTraces,
+  GENERATE_TRACES_DEFAULTS,
   GENERATE_TRACES_OPTION_KEYS,
   generateTraces,
   readTraces,
@@ -88,12 +91,22 @@ const spec: ConfigSpec = {
     filter: FILTER_KEYS,
   },
   defaults: {
-    traces: { k: 4, acceptThreshold: 1, sampling: { temperature: 1, seed: 0 } },
-    filter: { maxPerPrompt: 4, prefer: 'shorter', dropTruncated: true },
+    // k, sampling.temperature and maxPerPrompt are the CLI's choices (the packages have none, or
+    // no cap); the rest are the packages' own defaults, shown by --print-config.
+    traces: {
+      k: 4,
+      acceptThreshold: GENERATE_TRACES_DEFAULTS.acceptThreshold,
+      sampling: { temperature: 1, seed: GENERATE_TRACES_DEFAULTS.sampling.seed },
+    },
+    filter: {
+      maxPerPrompt: 4,
+      prefer: FILTER_TRACES_DEFAULTS.prefer,
+      dropTruncated: FILTER_TRACES_DEFAULTS.dropTruncated,
+    },
     loss: { type: 'sft' },
     epochs: 3,
     batchSize: 8,
-    seed: 0,
+    seed: DISTILL_STUDENT_DEFAULTS.seed,
     schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
     reportTo: ['jsonl'],
     backend: 'auto',

@@ -1,5 +1,5 @@
 import { ErrorCode } from '@rlvr/core';
-import type { TraceRecord } from '@rlvr/distill';
+import { DISTILL_STUDENT_DEFAULTS, type TraceRecord } from '@rlvr/distill';
 import { TRAINER_DEFAULTS } from '@rlvr/trainer';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
@@ -25,8 +25,8 @@ const spec: ConfigSpec = {
   defaults: {
     epochs: 3,
     batchSize: 8,
-    seed: 0,
-    pack: false,
+    seed: DISTILL_STUDENT_DEFAULTS.seed,
+    pack: DISTILL_STUDENT_DEFAULTS.pack,
     schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
     maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
     reportTo: ['jsonl'],

@@ -2,6 +2,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  DISTILL_STUDENT_DEFAULTS,
+  FILTER_TRACES_DEFAULTS,
+  GENERATE_TRACES_DEFAULTS,
+} from '@rlvr/distill';
+import {
   effectiveGrpoConfig,
   GRPO_CONFIG_KEYS,
   type GrpoConfig,
@@ -104,5 +109,33 @@ describe('rlvr grpo --print-config', () => {
     expect(stderr).toMatch(
       /config key 'beta' \(in --set\): .*expected a finite number >= 0, got -1/,
     );
+  });
+});
+
+describe('rlvr sft / distill --print-config', () => {
+  it("should show the packages' defaults", async () => {
+    const sft = YAML.parse((await cli('sft', '--print-config')).stdout) as Record<string, unknown>;
+    expect(sft).toMatchObject({
+      seed: DISTILL_STUDENT_DEFAULTS.seed,
+      pack: DISTILL_STUDENT_DEFAULTS.pack,
+      maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
+      schedule: { learningRate: TRAINER_DEFAULTS.learningRate },
+    });
+    const distill = YAML.parse((await cli('distill', '--print-config')).stdout) as Record<
+      string,
+      unknown
+    >;
+    expect(distill).toMatchObject({
+      seed: DISTILL_STUDENT_DEFAULTS.seed,
+      schedule: { learningRate: TRAINER_DEFAULTS.learningRate },
+      traces: {
+        acceptThreshold: GENERATE_TRACES_DEFAULTS.acceptThreshold,
+        sampling: { seed: GENERATE_TRACES_DEFAULTS.sampling.seed },
+      },
+      filter: {
+        prefer: FILTER_TRACES_DEFAULTS.prefer,
+        dropTruncated: FILTER_TRACES_DEFAULTS.dropTruncated,
+      },
+    });
   });
 });
