@@ -2,6 +2,7 @@ import { createRng, InvalidArgumentError } from '@rlvr/core';
 import { createTokenizer } from '@rlvr/model';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, mergeConfig, QUICK_OVERRIDES, validateConfig } from '../config.js';
+import type { GrpoStepRecord, HeldOutCheck } from '../grpo.js';
 import { correctness, hedged, naiveCorrectness, r1Format } from '../rewards.js';
 import {
   buildTaskTokenizer,
@@ -13,6 +14,8 @@ import {
   termsOf,
 } from '../task.js';
 import { budgetsUpTo } from './budget.js';
+import type { ClaimsResult } from './index.js';
+import { claimTargets, LENGTH_PENALTY_MAX_COST } from './targets.js';
 
 describe('claims building blocks', () => {
   const { train } = makeSplits(
@@ -123,5 +126,51 @@ describe('claims building blocks', () => {
     expect(termsOf('(3+5-9+2)%10=')).toBe(4);
     expect(budgetsUpTo(13)).toEqual([0, 2, 4, 8, 13]);
     expect(budgetsUpTo(0)).toEqual([0]);
+  });
+
+  it('(c) is met only for a shorter policy at a bounded accuracy cost', () => {
+    const check = (
+      meanLength: number,
+      sampledAccuracy: number,
+      restateRate: number,
+    ): HeldOutCheck => ({
+      sampledAccuracy,
+      greedyAccuracy: sampledAccuracy,
+      meanLength,
+      hedgeRate: 0,
+      restateRate,
+      byTerms: [],
+    });
+    const run = (last: HeldOutCheck) => ({
+      history: [{ step: 10, heldOut: last } as GrpoStepRecord],
+      initialHeldOut: check(30, 0.4, 0.5),
+      initialHeldOutAccuracy: 0.4,
+      steps: 10,
+      sampledCompletions: 0,
+      skippedUpdates: 0,
+      timeMs: 0,
+      engine: 'optimum',
+    });
+    const teacher = run(check(36, 0.7, 0.7));
+    const rowOf = (penalized: HeldOutCheck) => {
+      const claims = {
+        steps: 10,
+        naiveReward: run(check(36, 0.7, 0.7)),
+        hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
+        noDynamicSampling: run(check(36, 0.7, 0.7)),
+        lengthPenalty: run(penalized),
+        lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
+        thinkingBudget: [],
+      } satisfies ClaimsResult;
+      return claimTargets(teacher, claims).find((row) => row.name.startsWith('length penalty'))!;
+    };
+    const shorter = rowOf(check(27, 0.68, 0.05));
+    expect(shorter.value).toBeCloseTo(0.75);
+    expect(shorter.met).toBe(true);
+    expect(shorter.detail).toContain('restate the question 5.0% vs 70.0% (50.0% before RL)');
+    // As short, but the trade cost more than the bound: a collapse, not a trade.
+    const collapsed = rowOf(check(27, 0.7 - (LENGTH_PENALTY_MAX_COST + 1) / 100, 0.05));
+    expect(collapsed.met).toBe(false);
+    expect(rowOf(check(33, 0.7, 0.4)).met).toBe(false);
   });
 });

@@ -116,7 +116,7 @@ function lengthPenaltyTarget(teacher: Run, claims: ClaimsResult): Target {
     value: ratio,
     unit: '× length',
     met: ratio > 0 && ratio <= 0.8 && cost <= LENGTH_PENALTY_MAX_COST,
-    detail: `length ${penalized.meanLength.toFixed(1)} vs ${free.meanLength.toFixed(1)} tokens, sampled pass@1 ${pct(penalized.sampledAccuracy)} vs ${pct(free.sampledAccuracy)} (cost ${cost.toFixed(1)} points); completions that restate the question ${pct(penalized.restateRate)} vs ${pct(free.restateRate)} (${pct(teacher.initialHeldOut?.restateRate ?? 0)} before RL) (penalty ${settings.penaltyFactor} at ${settings.maxLength} tokens, from ${settings.maxLength - settings.bufferLength} tokens on)`,
+    detail: `length ${penalized.meanLength.toFixed(1)} vs ${free.meanLength.toFixed(1)} tokens, sampled pass@1 ${pct(penalized.sampledAccuracy)} vs ${pct(free.sampledAccuracy)} (cost ${cost.toFixed(1)} points), greedy ${pct(penalized.greedyAccuracy)} vs ${pct(free.greedyAccuracy)}; completions that restate the question ${pct(penalized.restateRate)} vs ${pct(free.restateRate)} (${pct(teacher.initialHeldOut?.restateRate ?? 0)} before RL) (penalty ${settings.penaltyFactor} at ${settings.maxLength} tokens, from ${settings.maxLength - settings.bufferLength} tokens on)`,
   };
 }
 
