@@ -2,8 +2,10 @@
  * Which engine is faster for a GRPO step at a model size: `pnpm --filter @rlvr/rollout exec tsx
  * bench/engine-choice.bench.ts` (ENGINE_MODELS=tiny,0.8M,5M,20M; ENGINE_REPEATS=3; ENGINE_WORKERS=1).
  *
- * One GRPO-like step = `updateWeights` (a new session from new weights) + one `sample` of 16
- * prompts × 8 samples, 12-token prompts, 48 new tokens (EOS ignored), temperature 1, top-p 1.
+ * One GRPO-like step = `updateWeights` + one `sample` of 16 prompts × 8 samples, 12-token prompts,
+ * 48 new tokens (EOS ignored), temperature 1, top-p 1, in the steady state of a training run: after
+ * a first, untimed update (the `loop` engine's default `weightSync: 'auto'` switches to weight
+ * inputs there; later updates are in-place copies; `optimum` rebuilds every time).
  * Engines alternate within each repeat; rows are medians. The machine is shared: compare rows of
  * one run. The numbers behind `createOnnxSampler`'s default engine (README, "Engines").
  */
@@ -74,8 +76,10 @@ for (const name of (process.env.ENGINE_MODELS ?? 'tiny,0.8M,5M').split(',')) {
       });
       t.create.push(performance.now() - started);
       await sampler.sample({ ...request, prompts: prompts.slice(0, 1), n: 1, maxNewTokens: 2 });
-      started = performance.now();
       await sampler.updateWeights({ step: 1, tensors: checkpoints[1]!.tensors });
+      await sampler.sample({ ...request, prompts: prompts.slice(0, 1), n: 1, maxNewTokens: 2 });
+      started = performance.now();
+      await sampler.updateWeights({ step: 2, tensors: checkpoints[0]!.tensors });
       t.sync.push(performance.now() - started);
       started = performance.now();
       await sampler.sample(request);

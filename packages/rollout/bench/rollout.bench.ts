@@ -11,7 +11,10 @@
  *   folder): F32 GGUF weights, F32 KV cache, `topK: 0, topP: 1`, 64 parallel sequences of one
  *   context, 2 threads;
  * - @rlvr/rollout's `loop` engine at top-p 1 and exact top-p 0.9 (2 workers × 1 thread, and
- *   in-process × 2 threads at top-p 1), plus new weights → first token.
+ *   in-process × 2 threads at top-p 1), with the weights built into the graph (pre-packed by ONNX
+ *   Runtime: `weightSync` `'auto'` before its first update, or `'rebuild'`) and as graph inputs
+ *   (`weightSync: 'inputs'`, and `'auto'` after its first update); plus new weights → first token
+ *   for each `weightSync`.
  *
  * Every row is the median of its repeats, run alternately (peer, ours, …) in one process; the
  * load average is printed with the table. The machine may be shared: compare rows of one run.
@@ -256,9 +259,10 @@ async function benchSize(name: string, peak: number) {
     console.error(`llama.cpp failed on ${name}: ${String(error)}`);
   }
   const samplers: Record<string, OnnxSampler> = {};
-  for (const [key, workers, threads] of [
-    ['2w', 2, 1],
-    ['0w', 0, 2],
+  for (const [key, workers, threads, weightSync] of [
+    ['2w', 2, 1, 'auto'],
+    ['2w-inputs', 2, 1, 'inputs'],
+    ['0w', 0, 2, 'auto'],
   ] as const) {
     const sampler = await createOnnxSampler({
       checkpoint,
@@ -266,6 +270,7 @@ async function benchSize(name: string, peak: number) {
       workers,
       threads,
       eosTokenIds: [],
+      weightSync,
     });
     await sampler.sample({ prompts: [prompt], n: 2, maxNewTokens: 2, seed: 0 });
     samplers[key] = sampler;
@@ -281,14 +286,31 @@ async function benchSize(name: string, peak: number) {
       topP,
       seed: seed++,
     });
-  add('@rlvr/rollout loop', '2 workers × 1 thread, top-p 1', ours(samplers['2w']!, 1), REPEATS);
+  const builtIn = 'weights built in';
+  const inputs = 'weights as inputs';
+  for (const [key, weights] of [
+    ['2w', builtIn],
+    ['2w-inputs', inputs],
+  ] as const) {
+    add(
+      '@rlvr/rollout loop',
+      `2 workers × 1 thread, top-p 1, ${weights}`,
+      ours(samplers[key]!, 1),
+      REPEATS,
+    );
+    add(
+      '@rlvr/rollout loop',
+      `2 workers × 1 thread, exact top-p 0.9, ${weights}`,
+      ours(samplers[key]!, 0.9),
+      REPEATS,
+    );
+  }
   add(
     '@rlvr/rollout loop',
-    '2 workers × 1 thread, exact top-p 0.9',
-    ours(samplers['2w']!, 0.9),
+    `in-process × 2 threads, top-p 1, ${builtIn}`,
+    ours(samplers['0w']!, 1),
     REPEATS,
   );
-  add('@rlvr/rollout loop', 'in-process × 2 threads, top-p 1', ours(samplers['0w']!, 1), REPEATS);
 
   for (let repeat = 0; repeat < Math.max(REPEATS, PEER_REPEATS); repeat++) {
     for (const task of tasks) {
@@ -298,8 +320,30 @@ async function benchSize(name: string, peak: number) {
       console.error(`${name} ${task.row.label} ${task.row.setting}: ${time.toFixed(2)} s`);
     }
   }
-  const sync = await weightSync(config, samplers['2w']!, prompt);
   for (const close of closers) await close();
+  // one sampler at a time (each holds a copy of the weights per worker)
+  const sync: string[] = [];
+  for (const weightSync of ['inputs', 'auto', 'rebuild'] as const) {
+    const sampler = await createOnnxSampler({
+      checkpoint,
+      engine: 'loop',
+      workers: 2,
+      threads: 1,
+      eosTokenIds: [],
+      weightSync,
+    });
+    try {
+      await sampler.sample({ prompts: [prompt], n: 2, maxNewTokens: 2, seed: 0 });
+      // 'auto': the first update opens the graph with weight inputs, later ones copy in place
+      const first =
+        weightSync === 'auto' ? await syncOnce(config, sampler, prompt, 100) : undefined;
+      sync.push(
+        `weightSync '${weightSync}': ${first ? `first update ${describeSync(first)}; then ` : ''}${describeSync(await medianSync(config, sampler, prompt))}`,
+      );
+    } finally {
+      await sampler.close();
+    }
+  }
   await rm(root, { recursive: true, force: true });
 
   const flops = flopsPerSequence(config) * G;
@@ -325,29 +369,55 @@ async function benchSize(name: string, peak: number) {
   };
 }
 
-/** New weights → first token on the 2-worker sampler, median of REPEATS, with the breakdown. */
-async function weightSync(config: LlamaConfig, sampler: OnnxSampler, prompt: number[]) {
-  const samples: { total: number; update: number; first: number; copy: number; workers: number }[] =
-    [];
+type SyncSample = {
+  total: number;
+  update: number;
+  first: number;
+  copy: number;
+  workers: number;
+  mode: string;
+};
+
+/** One update with new random weights (`seed`), then the first token. */
+async function syncOnce(
+  config: LlamaConfig,
+  sampler: OnnxSampler,
+  prompt: number[],
+  seed: number,
+): Promise<SyncSample> {
+  const next = createRandomCheckpoint(config, { seed, std: 0.05 });
+  const started = performance.now();
+  await sampler.updateWeights({ step: seed, tensors: next.tensors });
+  const updated = performance.now();
+  await sampler.sample({ prompts: [prompt], n: 1, maxNewTokens: 1, seed: 0 });
+  const done = performance.now();
+  const timing = sampler.lastWeightSync!;
+  return {
+    total: done - started,
+    update: updated - started,
+    first: done - updated,
+    copy: timing.exportMs,
+    workers: timing.sessionMs,
+    mode: timing.mode,
+  };
+}
+
+/** New weights → first token on a 2-worker sampler, median of REPEATS. */
+async function medianSync(config: LlamaConfig, sampler: OnnxSampler, prompt: number[]) {
+  const samples: SyncSample[] = [];
   for (let repeat = 0; repeat < REPEATS; repeat++) {
-    const next = createRandomCheckpoint(config, { seed: 2 + repeat, std: 0.05 });
-    const started = performance.now();
-    await sampler.updateWeights({ step: 1 + repeat, tensors: next.tensors });
-    const updated = performance.now();
-    await sampler.sample({ prompts: [prompt], n: 1, maxNewTokens: 1, seed: 0 });
-    const done = performance.now();
-    const timing = sampler.lastWeightSync!;
-    samples.push({
-      total: done - started,
-      update: updated - started,
-      first: done - updated,
-      copy: timing.exportMs,
-      workers: timing.sessionMs,
-    });
+    samples.push(await syncOnce(config, sampler, prompt, 2 + repeat));
   }
   samples.sort((a, b) => a.total - b.total);
-  const mid = samples[samples.length >> 1]!;
-  return `${Math.round(mid.total)} ms (median of ${REPEATS}: update ${Math.round(mid.update)} ms = copy into the shared buffer ${Math.round(mid.copy)} ms + workers' copies ${Math.round(mid.workers)} ms; first token ${Math.round(mid.first)} ms)`;
+  return samples[samples.length >> 1]!;
+}
+
+function describeSync(sample: SyncSample): string {
+  const [copy, workers] =
+    sample.mode === 'in-place'
+      ? ['copy into the shared buffer', "workers' copies"]
+      : ['merge + encode the graph', 'new sessions'];
+  return `${Math.round(sample.total)} ms (${sample.mode}: update ${Math.round(sample.update)} ms = ${copy} ${Math.round(sample.copy)} ms + ${workers} ${Math.round(sample.workers)} ms; first token ${Math.round(sample.first)} ms)`;
 }
 
 const peak = fp32Peak();
@@ -378,7 +448,8 @@ console.log(
 console.log(line(header));
 console.log(line(widths.map((width) => '-'.repeat(width))));
 for (const row of table.slice(1)) console.log(line(row));
-console.log('\nNew weights → first token (loop engine, 2 workers):');
+console.log('\nNew weights → first token (loop engine, 2 workers; median of the repeats):');
 for (const result of results) {
-  console.log(`- ${result.name} (${(result.params / 1e6).toFixed(1)}M params): ${result.sync}`);
+  console.log(`- ${result.name} (${(result.params / 1e6).toFixed(1)}M params):`);
+  for (const line of result.sync) console.log(`  - ${line}`);
 }

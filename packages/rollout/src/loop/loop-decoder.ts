@@ -98,20 +98,30 @@ export class LoopDecoder {
   sortTiers: readonly [number, number] = SORT_TIERS;
   /** Rows kept for the next call (`keepRows`), or undefined for all. */
   private kept: number[] | undefined;
-  /** The weight inputs fed to every run: tensors over `weightData`, created once. */
-  private readonly weightFeeds: Record<string, Ort.Tensor> = {};
+  /** The weight inputs fed to every run: tensors over `weightData`, created once per session. */
+  private weightFeeds: Record<string, Ort.Tensor> = {};
   /** The values behind {@link weightFeeds} (the session reads them in place on every run). */
-  private readonly weightData: Float32Array | undefined;
+  private weightData: Float32Array | undefined;
 
   private constructor(ort: typeof Ort, session: Ort.InferenceSession, weights?: BoundWeights) {
     this.ort = ort;
     this.session = session;
     this.layout = readLoopLayout(session);
     this.vocabSize = this.layout.vocabSize;
+    this.bindWeights(session, weights);
+  }
+
+  /**
+   * Checks that `session` takes exactly the weight inputs of `weights` (or none when `weights` is
+   * not given) and makes them the weights fed to every run.
+   */
+  private bindWeights(session: Ort.InferenceSession, weights: BoundWeights | undefined): void {
     const known = new Set<string>(Object.values(LOOP_IO.inputs));
     const expected = session.inputNames.filter(
       (name) => !known.has(name) && !name.startsWith('past_key_values.'),
     );
+    const feeds: Record<string, Ort.Tensor> = {};
+    let bound: Float32Array | undefined;
     if (weights) {
       const names = new Set(weights.layout.map((entry) => entry.name));
       if (expected.length !== names.size || expected.some((name) => !names.has(name))) {
@@ -120,19 +130,16 @@ export class LoopDecoder {
         );
       }
       // onnxruntime-node reads a tensor's ArrayBuffer in place; it refuses SharedArrayBuffers
-      const data =
+      bound =
         weights.data.buffer instanceof ArrayBuffer ? weights.data : new Float32Array(weights.data);
-      this.weightData = data;
       for (const { name, dims, offset, length } of weights.layout) {
-        this.weightFeeds[name] = new ort.Tensor(
-          'float32',
-          data.subarray(offset, offset + length),
-          dims,
-        );
+        feeds[name] = new this.ort.Tensor('float32', bound.subarray(offset, offset + length), dims);
       }
     } else if (expected.length > 0) {
       throw graphError('the loop graph takes its weights as inputs: bind them when opening it');
     }
+    this.weightData = bound;
+    this.weightFeeds = feeds;
   }
 
   /**
@@ -162,8 +169,16 @@ export class LoopDecoder {
     if (data !== this.weightData) this.weightData.set(data);
   }
 
-  /** Replaces the session (after a weight update); the new graph must have the same layout. */
-  async replaceSession(model: Uint8Array | string, settings: SessionSettings): Promise<void> {
+  /**
+   * Replaces the session (after a weight update); the new graph must have the same layout. A graph
+   * built with weight inputs needs `weights` (as in {@link LoopDecoder.create}), so a decoder can
+   * move from a graph with its weights built in to one that takes them as inputs.
+   */
+  async replaceSession(
+    model: Uint8Array | string,
+    settings: SessionSettings,
+    weights?: BoundWeights,
+  ): Promise<void> {
     const session = await createMatchingSession(
       model,
       settings,
@@ -171,6 +186,12 @@ export class LoopDecoder {
       this.layout,
       'loop graph',
     );
+    try {
+      this.bindWeights(session, weights);
+    } catch (error) {
+      await session.release();
+      throw error;
+    }
     const old = this.session;
     this.session = session;
     this.past = [];

@@ -35,7 +35,12 @@ export type DecoderEngine = {
     settings: GenerationSettings,
     hooks: GenerateHooks,
   ): Promise<IndexedCompletion[]>;
-  replaceSession(model: Uint8Array | string, settings: SessionSettings): Promise<void>;
+  /** Opens a new graph (`weights`: the values of a loop graph built with weight inputs). */
+  replaceSession(
+    model: Uint8Array | string,
+    settings: SessionSettings,
+    weights?: BoundWeights,
+  ): Promise<void>;
   /** Overwrites the weights in place (loop graphs built with weight inputs only). */
   writeWeights(data: Float32Array): void;
   release(): Promise<void>;
@@ -57,7 +62,8 @@ export async function createDecoderEngine(
       vocabSize: decoder.vocabSize,
       generate: (jobs, settings, hooks) =>
         generateChunked(decoder, jobs, settings, kind.stepsPerRun, hooks),
-      replaceSession: (next, settings) => decoder.replaceSession(next, settings),
+      replaceSession: (next, settings, nextWeights) =>
+        decoder.replaceSession(next, settings, nextWeights),
       writeWeights: (data) => decoder.writeWeights(data),
       release: () => decoder.release(),
     };
@@ -66,7 +72,10 @@ export async function createDecoderEngine(
   return {
     vocabSize: decoder.vocabSize,
     generate: (jobs, settings, hooks) => generateBatch(decoder, jobs, settings, hooks),
-    replaceSession: (next, settings) => decoder.replaceSession(next, settings),
+    replaceSession: (next, settings, nextWeights) => {
+      if (nextWeights) throw new Error('the optimum engine has its weights built into the graph');
+      return decoder.replaceSession(next, settings);
+    },
     writeWeights: () => {
       throw new Error('the optimum engine has its weights built into the graph');
     },

@@ -17,7 +17,7 @@ import type {
   SequenceJob,
   TokenEvent,
 } from '../engine/generate-batch.js';
-import { buildLoopGraphWithWeightInputs } from '../loop/loop-graph.js';
+import { buildLoopGraph, buildLoopGraphWithWeightInputs } from '../loop/loop-graph.js';
 import {
   createRolloutTokenizer,
   type RolloutTokenizer,
@@ -44,18 +44,24 @@ export type SampleStreamEvent =
 export type WeightSyncTiming = {
   /**
    * `in-place`: the weights are graph inputs and the update is a copy into the arrays the
-   * sessions read (the `loop` engine from a checkpoint); `rebuild`: a new graph and new sessions
-   * (the `optimum` engine).
+   * sessions read (the `loop` engine with `weightSync` `'inputs'`, or `'auto'` after its first
+   * update); `rebuild`: a new graph and new sessions (`weightSync: 'rebuild'`, the `optimum`
+   * engine); `to-inputs`: the first update under `weightSync: 'auto'`, which opens the graph that
+   * takes its weights as inputs (new sessions of a small graph, plus the weight copies).
    */
-  mode: 'in-place' | 'rebuild';
+  mode: 'in-place' | 'rebuild' | 'to-inputs';
   /** Waiting for `sample()`/`stream()` calls started before the update to finish. */
   waitMs: number;
   /**
    * `in-place`: checking the snapshot and copying it into the weight buffer (shared with the
-   * workers); `rebuild`: merging the snapshot and encoding the ONNX graph.
+   * workers); `rebuild` and `to-inputs`: merging the snapshot and encoding the ONNX graph (and,
+   * for `to-inputs`, filling the weight buffer).
    */
   exportMs: number;
-  /** `in-place`: each worker's copy into its session's inputs (slowest worker); `rebuild`: creating the new session(s). */
+  /**
+   * `in-place`: each worker's copy into its session's inputs (slowest worker); `rebuild` and
+   * `to-inputs`: creating the new session(s) (slowest worker).
+   */
   sessionMs: number;
   totalMs: number;
 };
@@ -82,10 +88,10 @@ export interface OnnxSampler extends Sampler {
     options?: { signal?: AbortSignal },
   ): AsyncIterable<SampleStreamEvent>;
   /**
-   * Loads new weights (by Hugging Face name; missing names keep their values). On the `loop`
-   * engine the weights are graph inputs: the update copies them into the arrays the sessions read
-   * (no new graph or session; see {@link WeightSyncTiming}); the `optimum` engine rebuilds its
-   * graph and sessions.
+   * Loads new weights (by Hugging Face name; missing names keep their values). How depends on
+   * `options.weightSync` (see {@link OnnxSamplerOptions.weightSync} and {@link WeightSyncTiming}):
+   * on the `loop` engine with graph inputs the update copies the weights into the arrays the
+   * sessions read (no new graph or session); otherwise it rebuilds the graph and sessions.
    *
    * Ordering: `sample()`/`stream()` calls started before `updateWeights` run to the end on the
    * old weights (the update waits for them); calls started after it run on the new weights. The
@@ -119,6 +125,9 @@ const yieldToEventLoop = (): Promise<void> =>
   new Promise((resolve) => {
     setImmediate(resolve);
   });
+
+/** A graph to open, and for a loop graph with weight inputs the store its weights are kept in. */
+type EncodedModel = ModelSource & { store?: WeightStore };
 
 /** Bytes for worker threads go through one SharedArrayBuffer (no per-worker structured clone). */
 function toShared(bytes: Uint8Array, workers: number): ModelSource {
@@ -172,7 +181,11 @@ async function createEngine(
         ),
       update: async (next) => {
         const started = performance.now();
-        await decoder.replaceSession('bytes' in next ? next.bytes : next.path, session);
+        await decoder.replaceSession(
+          'bytes' in next ? next.bytes : next.path,
+          session,
+          next.weights,
+        );
         return performance.now() - started;
       },
       writeWeights: async (data) => {
@@ -245,21 +258,26 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
   const resolved = resolveSamplerOptions(options);
   const { kind, session, workers, tokenizerFiles } = resolved;
   let checkpoint = resolved.checkpoint;
-  // the loop engine takes its weights as graph inputs (updates copy them in place)
+  // loop engine: the weights are graph inputs (updates copy them in place) under
+  // weightSync 'inputs', and under 'auto' from the first update on; else built into the graph
   let store: WeightStore | undefined;
-  const encode = (source: Checkpoint): Uint8Array => {
-    if (kind.type !== 'loop') return exportOnnx(source);
+  const encode = (source: Checkpoint, inputs: boolean): EncodedModel => {
+    if (kind.type !== 'loop') return toShared(exportOnnx(source), workers);
+    if (!inputs) return toShared(buildLoopGraph(source, FUNCTION), workers);
     const { bytes, weights } = buildLoopGraphWithWeightInputs(source, FUNCTION);
-    store = new WeightStore(source, weights, workers > 0);
-    return bytes;
+    const bound = new WeightStore(source, weights, workers > 0);
+    return { ...toShared(bytes, workers), weights: bound.bound, store: bound };
   };
   const tokenizer = tokenizerFiles ? await createRolloutTokenizer(tokenizerFiles) : undefined;
   const fromConfig = eosFromGenerationConfig(checkpoint?.generationConfig);
   const eosTokenIds =
     resolved.eosTokenIds ?? (fromConfig.length > 0 ? fromConfig : (tokenizer?.eosTokenIds ?? []));
-  const model: ModelSource = checkpoint
-    ? { ...toShared(encode(checkpoint), workers), weights: store?.bound }
-    : { path: resolved.onnxPath! };
+  let model: ModelSource = { path: resolved.onnxPath! };
+  if (checkpoint) {
+    const { store: initial, ...source } = encode(checkpoint, resolved.weightSync === 'inputs');
+    model = source;
+    store = initial;
+  }
   const engine = await createEngine(kind, model, session, workers, tokenizerFiles, tokenizer);
   let closed = false;
   let lastWeightSync: WeightSyncTiming | undefined;
@@ -387,10 +405,14 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
           const sessionMs = await engine.writeWeights(store.bound.data);
           return { mode: 'in-place' as const, ready, exportMs: copied - ready, sessionMs };
         }
-        const bytes = toShared(exportOnnx(next), workers);
+        const toInputs = kind.type === 'loop' && resolved.weightSync === 'auto';
+        const { store: nextStore, ...source } = encode(next, toInputs);
         const exported = performance.now();
-        const sessionMs = await engine.update(bytes);
-        return { mode: 'rebuild' as const, ready, exportMs: exported - ready, sessionMs };
+        const sessionMs = await engine.update(source);
+        // in place from now on (only once every session takes its weights as inputs)
+        store = nextStore;
+        const mode = toInputs ? ('to-inputs' as const) : ('rebuild' as const);
+        return { mode, ready, exportMs: exported - ready, sessionMs };
       });
       lastWeightSync = {
         mode: timing.mode,

@@ -121,6 +121,21 @@ describe('createOnnxSampler options', () => {
       () => createOnnxSampler({ onnxPath: '/x.onnx', stepsPerRun: 8 }),
       'options.stepsPerRun',
     );
+    // Regression: weightSync did not exist (the loop engine always fed its weights as inputs)
+    await ineffective(
+      () => createOnnxSampler({ onnxPath: '/x.onnx', weightSync: 'rebuild' }),
+      'options.weightSync',
+    );
+    const inputsOnOptimum = await errorOf(() =>
+      createOnnxSampler({ checkpoint, engine: 'optimum', weightSync: 'inputs' }),
+    );
+    expect(inputsOnOptimum.code).toBe('INVALID_ARGUMENT');
+    expect(inputsOnOptimum.parameter).toBe('options.weightSync');
+    const badMode = await errorOf(() =>
+      createOnnxSampler({ checkpoint, weightSync: 'input' as never }),
+    );
+    expect(badMode.code).toBe('INVALID_ARGUMENT');
+    expect(badMode.parameter).toBe('options.weightSync');
     const { tokenizer: _tokenizer, ...withoutTokenizer } = checkpoint;
     await ineffective(
       () => createOnnxSampler({ checkpoint: withoutTokenizer, promptFormat: 'chat' }),
@@ -158,6 +173,7 @@ describe('createOnnxSampler options', () => {
     // GRPO step (weight sync + sampling) for small models.
     const tiny = await createOnnxSampler({ checkpoint, workers: 0 });
     const steps = await createOnnxSampler({ checkpoint, workers: 0, stepsPerRun: 4 });
+    const inputs = await createOnnxSampler({ checkpoint, workers: 0, weightSync: 'inputs' });
     const config = parseLlamaConfig({
       vocab_size: 64,
       hidden_size: 128,
@@ -174,9 +190,10 @@ describe('createOnnxSampler options', () => {
     try {
       expect(tiny.engine).toBe('optimum'); // 0.01M parameters
       expect(steps.engine).toBe('loop'); // stepsPerRun is a loop-engine setting
+      expect(inputs.engine).toBe('loop'); // so is weightSync: 'inputs'
       expect(large.engine).toBe('loop'); // 1.2M parameters, one session
     } finally {
-      await Promise.all([tiny.close(), steps.close(), large.close()]);
+      await Promise.all([tiny.close(), steps.close(), inputs.close(), large.close()]);
     }
     // with several workers every weight sync builds several sessions at once: a higher threshold
     expect(defaultEngine(countParameters(config), 2)).toBe('optimum');

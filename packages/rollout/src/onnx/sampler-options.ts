@@ -45,7 +45,27 @@ export type OnnxSamplerOptions = {
   engine?: 'loop' | 'optimum';
   /** Tokens sampled per `session.run` by the `loop` engine (default 16; 1–1024). */
   stepsPerRun?: number;
+  /**
+   * How the `loop` engine takes new weights (`updateWeights`):
+   * - `'inputs'`: the weights are graph inputs from the start; an update is a copy into the arrays
+   *   the sessions read (58M parameters, 2 workers: ~0.14 s to the first token), but every matrix
+   *   product re-packs its weights on each run, so decoding is ~15–20% slower;
+   * - `'rebuild'`: the weights are built into the graph (ONNX Runtime pre-packs them once, the
+   *   fastest decoding); an update encodes a new graph and opens new sessions (58M: ~1.5–2 s);
+   * - `'auto'` (default): built in (fastest decoding) until the first `updateWeights`, which
+   *   switches to graph inputs (a new, small graph once; in-place copies after that). A sampler
+   *   that never gets new weights decodes at full speed; one updated every step pays the
+   *   `'inputs'` cost from the second step on.
+   *
+   * The `optimum` engine always rebuilds (`'auto'` or `'rebuild'`); `'inputs'` selects the `loop`
+   * engine when `engine` is not given. Needs `checkpoint` (a sampler from `onnxPath` cannot take
+   * new weights).
+   */
+  weightSync?: WeightSync;
 };
+
+/** How new weights reach the sessions (see {@link OnnxSamplerOptions.weightSync}). */
+export type WeightSync = 'auto' | 'inputs' | 'rebuild';
 
 /**
  * Every key of {@link OnnxSamplerOptions}: the keys `createOnnxSampler` accepts (any other is an
@@ -65,6 +85,7 @@ export const ONNX_SAMPLER_OPTION_KEYS = [
   'allowSpinning',
   'engine',
   'stepsPerRun',
+  'weightSync',
 ] as const satisfies readonly (keyof OnnxSamplerOptions)[];
 
 /**
@@ -99,12 +120,45 @@ export type ResolvedSamplerOptions = {
   session: SessionSettings;
   eosTokenIds: number[] | undefined;
   modelId: string;
+  /** `'auto'` or `'rebuild'` for the `optimum` engine (both rebuild). */
+  weightSync: WeightSync;
 };
+
+function resolveWeightSync(
+  raw: Partial<OnnxSamplerOptions>,
+  checkpoint: Checkpoint | undefined,
+): WeightSync | undefined {
+  if (raw.weightSync === undefined) return undefined;
+  const weightSync = validateOneOf(raw.weightSync, ['auto', 'inputs', 'rebuild'] as const, {
+    parameter: 'options.weightSync',
+    functionName: FUNCTION,
+  });
+  if (!checkpoint) {
+    rejectIneffective({
+      parameter: 'options.weightSync',
+      value: weightSync,
+      because:
+        'a sampler from options.onnxPath cannot take new weights (updateWeights needs options.checkpoint)',
+      functionName: FUNCTION,
+    });
+  }
+  if (weightSync === 'inputs' && raw.engine === 'optimum') {
+    throw new InvalidArgumentError({
+      parameter: 'options.weightSync',
+      functionName: FUNCTION,
+      value: weightSync,
+      expected:
+        "'auto' or 'rebuild' with engine 'optimum' (its weights are built into the graph; 'inputs' is a loop-engine setting)",
+    });
+  }
+  return weightSync;
+}
 
 function resolveEngine(
   raw: Partial<OnnxSamplerOptions>,
   checkpoint: Checkpoint | undefined,
   workers: number,
+  weightSync: WeightSync | undefined,
 ) {
   const engine =
     raw.engine === undefined
@@ -142,7 +196,7 @@ function resolveEngine(
     engine ??
     (!checkpoint
       ? 'optimum'
-      : stepsPerRun !== undefined
+      : stepsPerRun !== undefined || weightSync === 'inputs'
         ? 'loop'
         : defaultEngine(countParameters(checkpoint.config), workers));
   return chosen === 'loop'
@@ -268,15 +322,17 @@ export function resolveSamplerOptions(options: OnnxSamplerOptions): ResolvedSamp
       expected: 'a non-empty string',
     });
   }
+  const weightSync = resolveWeightSync(raw, checkpoint);
   return {
     checkpoint,
     onnxPath: raw.onnxPath,
     tokenizerFiles,
     promptFormat,
     workers,
-    kind: resolveEngine(raw, checkpoint, workers),
+    kind: resolveEngine(raw, checkpoint, workers, weightSync),
     session: { executionProviders, threads, allowSpinning: raw.allowSpinning ?? false },
     eosTokenIds: resolveEosTokenIds(raw.eosTokenIds),
     modelId: raw.modelId ?? (raw.onnxPath ? `onnx:${raw.onnxPath}` : 'onnx:checkpoint'),
+    weightSync: weightSync ?? 'auto',
   };
 }

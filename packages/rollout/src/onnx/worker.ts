@@ -63,7 +63,11 @@ async function handle(message: WorkerRequest): Promise<void> {
     case 'update': {
       const started = performance.now();
       try {
-        await decoder!.replaceSession(modelOf(message.model), message.session);
+        await decoder!.replaceSession(
+          modelOf(message.model),
+          message.session,
+          message.model.weights,
+        );
         post({ type: 'updated', jobId: message.jobId, elapsedMs: performance.now() - started });
       } catch (error) {
         post({ type: 'error', jobId: message.jobId, error: serializeError(error) });
