@@ -110,6 +110,7 @@ describe('CLI option key lists', () => {
       'allowSpinning',
       'engine',
       'stepsPerRun',
+      'weightSync',
     ]);
     expect(SAMPLING_KEYS).toEqual([
       'maxNewTokens',
