@@ -2,7 +2,8 @@
  * A/B of this package's fused onnxruntime kernels on the wasm backend (onnxruntime matMul): one
  * trainer per variant, each built with some fused kernels left out (unregistered while its model
  * is created), alternating `AB_ROUNDS` rounds of `AB_STEPS` SFT steps (16 × 128 tokens, forward +
- * backward + AdamW); medians and the ratio to the first variant, with the load average.
+ * backward + AdamW); medians of wall-clock and of CPU-time (process user + system, all threads)
+ * throughput and their ratio to the first variant, with the load average.
  *
  * Run: `npx tsx bench/fused-kernels.bench.ts` in packages/trainer. Env: AB_ROUNDS (default 5),
  * AB_STEPS (default 2), AB_CONFIGS (default "0.8M,5M"), AB_VARIANTS ("name=KernelA+KernelB" to
@@ -73,20 +74,25 @@ for (const name of CHOSEN) {
     const trainer = await createPolicyTrainer(model, { schedule: { learningRate: 1e-4 } });
     for (const kernel of saved) tf.registerKernel(kernel);
     trainer.sftStep(sequences);
-    runs.push({ variant, model, trainer, rates: [] as number[] });
+    runs.push({ variant, model, trainer, rates: [] as number[], cpuRates: [] as number[] });
   }
   for (let round = 0; round < ROUNDS; round++) {
     for (const run of runs) {
       const start = performance.now();
+      const cpu = process.cpuUsage();
       for (let step = 0; step < STEPS; step++) run.trainer.sftStep(sequences);
+      const used = process.cpuUsage(cpu);
       run.rates.push((16 * 128 * STEPS) / ((performance.now() - start) / 1000));
+      run.cpuRates.push((16 * 128 * STEPS) / ((used.user + used.system) / 1e6));
     }
   }
   const base = median(runs[0]!.rates);
+  const cpuBase = median(runs[0]!.cpuRates);
   for (const run of runs) {
     const rate = median(run.rates);
+    const cpuRate = median(run.cpuRates);
     console.log(
-      `${name} ${run.variant.name.padEnd(12)} ${rate.toFixed(0).padStart(6)} tok/s  ×${(rate / base).toFixed(2)}  [${run.rates.map((r) => r.toFixed(0)).join(', ')}]`,
+      `${name} ${run.variant.name.padEnd(12)} ${rate.toFixed(0).padStart(6)} tok/s ×${(rate / base).toFixed(2)} [${run.rates.map((r) => r.toFixed(0)).join(', ')}] | ${cpuRate.toFixed(0).padStart(6)} tok/CPU-s ×${(cpuRate / cpuBase).toFixed(2)}`,
     );
     run.trainer.dispose();
     run.model.dispose();

@@ -1,5 +1,6 @@
-import { GraphBuilder, OnnxDataType, valueInfo } from '@rlvr/model';
+import type { GraphBuilder } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
+import { encodeGraph } from './ort-graph.js';
 import { ortMatMulActive, runOrtGraph } from './ort-matmul.js';
 
 /** Name of the fused attention kernel (forward and backward) registered for wasm. */
@@ -9,30 +10,6 @@ export const ORT_ATTENTION = 'RlvrOrtAttention';
 export type AttentionShape = { heads: number; kvHeads: number; headDim: number };
 
 type Attrs = AttentionShape & { batch: number; seq: number; backward: boolean };
-
-/** Encodes one ONNX graph: `body` adds the nodes and returns the values of `outputs`. */
-function encode(
-  name: string,
-  inputs: [string, (string | number)[]][],
-  outputs: string[],
-  body: (g: GraphBuilder) => string[],
-): Uint8Array {
-  const g = new GraphBuilder();
-  const results = body(g);
-  results.forEach((result, index) => {
-    g.add('Identity', [result], {}, [outputs[index]!]);
-  });
-  return g.encode({
-    irVersion: 8,
-    opset: 17,
-    producerName: '@rlvr/trainer',
-    graph: {
-      name,
-      input: inputs.map(([input, dims]) => valueInfo(input, OnnxDataType.FLOAT, dims)),
-      output: outputs.map((output) => valueInfo(output, OnnxDataType.FLOAT)),
-    },
-  });
-}
 
 /** Nodes shared by forward and backward: rotary embedding and head layouts. */
 class AttentionNodes {
@@ -112,7 +89,7 @@ const lastTwo = [0, 1, 3, 2];
 function forwardModel(shape: AttentionShape): Uint8Array {
   const { heads, kvHeads, headDim: d } = shape;
   const width = (heads + 2 * kvHeads) * d;
-  return encode(
+  return encodeGraph(
     'attention_forward',
     [
       ['qkv', ['B', 'T', width]],
@@ -137,7 +114,7 @@ function forwardModel(shape: AttentionShape): Uint8Array {
 function backwardModel(shape: AttentionShape): Uint8Array {
   const { heads, kvHeads, headDim: d } = shape;
   const width = (heads + 2 * kvHeads) * d;
-  return encode(
+  return encodeGraph(
     'attention_backward',
     [
       ['dAttention', ['B', 'T', heads * d]],
