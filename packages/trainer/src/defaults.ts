@@ -32,3 +32,37 @@ export const TRAINER_DEFAULTS = Object.freeze({
 
 /** The type of {@link TRAINER_DEFAULTS}. */
 export type TrainerDefaults = typeof TRAINER_DEFAULTS;
+
+/**
+ * The `optimizer` (AdamW) settings used when a field is not given: PyTorch's / Hugging Face's
+ * [`adam_beta1` 0.9, `adam_beta2` 0.999, `adam_epsilon` 1e-8, `weight_decay` 0.0 =
+ * {@link TRAINER_DEFAULTS}.weightDecay]. `createPolicyTrainer` and `effectiveGrpoConfig` fill
+ * `optimizer` from it; layers that show a run's settings (the CLI's `--print-config`) read it
+ * instead of copying the numbers.
+ */
+export const ADAMW_DEFAULTS = Object.freeze({
+  /** β₁, β₂ [`adam_beta1`, `adam_beta2`]. */
+  betas: Object.freeze([0.9, 0.999] as const),
+  /** ε added to √v̂ [`adam_epsilon`]. */
+  epsilon: 1e-8,
+  /** Decoupled weight decay λ (not applied to biases and norm weights) [`weight_decay`]. */
+  weightDecay: TRAINER_DEFAULTS.weightDecay,
+} as const);
+
+/**
+ * The `schedule` settings used when a field is not given: a constant learning rate of
+ * {@link TRAINER_DEFAULTS}.learningRate, no warm-up, no floor (`totalSteps` has no default: the
+ * decaying schedules need it). Hugging Face's `lr_scheduler_type` default is `linear`; ours is
+ * `constant` (no `totalSteps` needed). `learningRateAt`, `createPolicyTrainer` and `effectiveGrpoConfig` fill
+ * `schedule` from it; layers that show a run's settings read it instead of copying it.
+ */
+export const SCHEDULE_DEFAULTS = Object.freeze({
+  /** Peak learning rate [`learning_rate`]. */
+  learningRate: TRAINER_DEFAULTS.learningRate,
+  /** Shape after the warm-up [`lr_scheduler_type`]. */
+  schedule: 'constant',
+  /** Linear warm-up steps [`warmup_steps`]. */
+  warmupSteps: 0,
+  /** Floor of the decay as a fraction of the peak. */
+  minLearningRateRatio: 0,
+} as const);

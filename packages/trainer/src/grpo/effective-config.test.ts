@@ -1,11 +1,13 @@
 import { groupAdvantages, InvalidArgumentError } from '@rlvr/core';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
+  ADAMW_DEFAULTS,
   effectiveGrpoConfig,
   GRPO_CONFIG_KEYS,
   type GrpoConfig,
   POLICY_TRAINER_OPTION_KEYS,
   type PolicyTrainerOptions,
+  SCHEDULE_DEFAULTS,
   TRAINER_DEFAULTS,
 } from '../index.js';
 import { resolveTrainerOptions } from '../train/trainer-options.js';
@@ -51,6 +53,11 @@ describe('effectiveGrpoConfig', () => {
       quiet: false,
       entropyCollapseRatio: 0.1,
     });
+    expect(config.schedule).toEqual(SCHEDULE_DEFAULTS);
+    expect(config.optimizer).toEqual(ADAMW_DEFAULTS);
+    expect(
+      effectiveGrpoConfig({ ...minimal, optimizer: { betas: [0.8, 0.99] } }).optimizer,
+    ).toEqual({ ...ADAMW_DEFAULTS, betas: [0.8, 0.99] });
     // Only GrpoConfig keys (nothing internal such as the resolved `dynamic`).
     for (const key of Object.keys(config)) expect(GRPO_CONFIG_KEYS).toContain(key);
   });

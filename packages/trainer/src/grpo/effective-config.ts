@@ -1,3 +1,4 @@
+import type { AdamWOptions } from '../optim/adamw.js';
 import type { LearningRateSchedule } from '../optim/schedule.js';
 import { validateSchedule } from '../optim/schedule.js';
 import { resolveTrainerOptions } from '../train/trainer-options.js';
@@ -15,8 +16,9 @@ const FN = 'effectiveGrpoConfig';
  * `seq-mean-token-sum-norm`, `rewardStd` when advantages are divided by a std, `saveEvery`,
  * `keepLast` and `logCompletionsEvery` with `outputDir`. Settings that are off unless given
  * (`topP`, `topK`, `minP`, `repetitionPenalty`, `stop`, `delta`, `dualClip`, `mismatch`,
- * `overlong`, `miniBatchSize`, `microBatchSize`, `optimizer` (AdamW's own defaults),
- * `outputDir`, `progress`) are present only when given.
+ * `overlong`, `miniBatchSize`, `microBatchSize`, `outputDir`, `progress`) are present only when
+ * given. `schedule` and `optimizer` are complete ({@link SCHEDULE_DEFAULTS}, {@link ADAMW_DEFAULTS}
+ * for the fields not given).
  */
 export type EffectiveGrpoConfig = GrpoConfig &
   Required<
@@ -49,6 +51,7 @@ export type EffectiveGrpoConfig = GrpoConfig &
   > & {
     schedule: Required<Omit<LearningRateSchedule, 'totalSteps'>> &
       Pick<LearningRateSchedule, 'totalSteps'>;
+    optimizer: Required<AdamWOptions>;
     dynamicSampling: false | { minStd: number; maxRounds: number };
   };
 
@@ -56,7 +59,8 @@ export type EffectiveGrpoConfig = GrpoConfig &
  * The settings a {@link GrpoTrainer} run with `config` uses: the config validated exactly as
  * `createGrpoTrainer` validates it (unknown keys, ranges, settings with no effect, loss and
  * advantage combinations), with every default filled in from the same place the trainer takes it
- * ({@link TRAINER_DEFAULTS} and the trainer's own fallbacks). Layers that show or record a run's
+ * ({@link TRAINER_DEFAULTS}, {@link SCHEDULE_DEFAULTS}, {@link ADAMW_DEFAULTS} and the trainer's own
+ * fallbacks). Layers that show or record a run's
  * settings (the CLI's `--print-config`, run pages) use this instead of copying defaults. Reads
  * nothing, writes nothing.
  *
@@ -66,6 +70,7 @@ export type EffectiveGrpoConfig = GrpoConfig &
  * config.groupSize; // 8 (TRAINER_DEFAULTS.groupSize)
  * config.klEstimator; // 'k3' (β > 0)
  * config.schedule; // { learningRate: 1e-6, schedule: 'constant', warmupSteps: 0, … }
+ * config.optimizer; // { betas: [0.9, 0.999], epsilon: 1e-8, weightDecay: 0 } (ADAMW_DEFAULTS)
  * ```
  * @throws {InvalidArgumentError} `INVALID_ARGUMENT` / `UNKNOWN_OPTION` / `INEFFECTIVE_OPTION`
  * naming the setting (`config.beta`, …), as `createGrpoTrainer` would.
@@ -74,7 +79,7 @@ export function effectiveGrpoConfig(config: GrpoConfig): EffectiveGrpoConfig {
   const resolved = resolveGrpoConfig(config, FN);
   validatePolicyOptions(resolved, FN);
   validateAdvantageSettings(resolved, [1], FN);
-  const loss = resolveTrainerOptions(policyOptions(resolved), FN).grpo;
+  const { grpo: loss, optimizer } = resolveTrainerOptions(policyOptions(resolved), FN);
   const { totalSteps, ...schedule } = validateSchedule(resolved.schedule, FN, 'config.schedule');
   const { dynamic, ...settings } = resolved;
   const scaleRewards = resolved.scaleRewards ?? defaultRewardScaling(resolved);
@@ -86,6 +91,7 @@ export function effectiveGrpoConfig(config: GrpoConfig): EffectiveGrpoConfig {
     scaleRewards,
     dynamicSampling: dynamic ?? false,
     schedule: { ...schedule, ...(totalSteps === undefined ? {} : { totalSteps }) },
+    optimizer,
   };
   // Only what applies in this combination (createGrpoTrainer rejects the rest when given).
   if (resolved.beta === 0) delete effective.klEstimator;

@@ -5,6 +5,7 @@ import {
   validateOneOf,
   validateOptions,
 } from '@rlvr/core';
+import { SCHEDULE_DEFAULTS } from '../defaults.js';
 
 /** Learning-rate schedule after the warm-up (Hugging Face `lr_scheduler_type` names). */
 export type ScheduleKind = 'constant' | 'cosine' | 'linear';
@@ -13,13 +14,13 @@ export type ScheduleKind = 'constant' | 'cosine' | 'linear';
 export type LearningRateSchedule = {
   /** Peak learning rate. */
   learningRate: number;
-  /** Default `constant`. */
+  /** Default `constant` ({@link SCHEDULE_DEFAULTS}). */
   schedule?: ScheduleKind;
-  /** Linear warm-up from 0 over this many steps (default 0). */
+  /** Linear warm-up from 0 over this many steps (default 0, {@link SCHEDULE_DEFAULTS}). */
   warmupSteps?: number;
   /** Total optimizer steps; required by `cosine` and `linear`. */
   totalSteps?: number;
-  /** Floor of the decay as a fraction of the peak (default 0). */
+  /** Floor of the decay as a fraction of the peak (default 0, {@link SCHEDULE_DEFAULTS}). */
   minLearningRateRatio?: number;
 };
 
@@ -82,11 +83,15 @@ export function validateSchedule(
     functionName,
     min: 0,
   });
-  const kind = validateOneOf(schedule.schedule ?? 'constant', ['constant', 'cosine', 'linear'], {
-    parameter: name('schedule'),
-    functionName,
-  });
-  const warmupSteps = validateInteger(schedule.warmupSteps ?? 0, {
+  const kind = validateOneOf(
+    schedule.schedule ?? SCHEDULE_DEFAULTS.schedule,
+    ['constant', 'cosine', 'linear'],
+    {
+      parameter: name('schedule'),
+      functionName,
+    },
+  );
+  const warmupSteps = validateInteger(schedule.warmupSteps ?? SCHEDULE_DEFAULTS.warmupSteps, {
     parameter: name('warmupSteps'),
     functionName,
     min: 0,
@@ -99,11 +104,14 @@ export function validateSchedule(
       min: Math.max(1, warmupSteps),
     });
   }
-  const minLearningRateRatio = validateNumber(schedule.minLearningRateRatio ?? 0, {
-    parameter: name('minLearningRateRatio'),
-    functionName,
-    min: 0,
-    max: 1,
-  });
+  const minLearningRateRatio = validateNumber(
+    schedule.minLearningRateRatio ?? SCHEDULE_DEFAULTS.minLearningRateRatio,
+    {
+      parameter: name('minLearningRateRatio'),
+      functionName,
+      min: 0,
+      max: 1,
+    },
+  );
   return { learningRate, schedule: kind, warmupSteps, totalSteps, minLearningRateRatio };
 }

@@ -1,12 +1,14 @@
 import { ErrorCode, InvalidArgumentError, policyLoss } from '@rlvr/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
-import { TRAINER_DEFAULTS } from '../defaults.js';
+import { ADAMW_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from '../defaults.js';
 import { createLlamaModel } from '../model/llama-model.js';
-import { learningRateAt } from '../optim/schedule.js';
+import { AdamW } from '../optim/adamw.js';
+import { learningRateAt, validateSchedule } from '../optim/schedule.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
 import type { TokenSequence } from './batch.js';
 import { createPolicyTrainer, type PolicyTrainerOptions } from './policy-trainer.js';
+import { resolveTrainerOptions } from './trainer-options.js';
 
 const sequences: TokenSequence[] = [
   { promptIds: [1, 2], completionIds: [3, 4, 5] },
@@ -187,5 +189,31 @@ describe('PolicyTrainer options', () => {
     expect(steps[0]!.loss).toBeCloseTo(tokenMean.loss, 6);
     trainer.dispose();
     trainer.model.dispose();
+  });
+
+  it('should fill optimizer and schedule from ADAMW_DEFAULTS and SCHEDULE_DEFAULTS (PyTorch/HF values)', () => {
+    expect(Object.isFrozen(ADAMW_DEFAULTS) && Object.isFrozen(ADAMW_DEFAULTS.betas)).toBe(true);
+    expect(ADAMW_DEFAULTS).toEqual({ betas: [0.9, 0.999], epsilon: 1e-8, weightDecay: 0 });
+    expect(ADAMW_DEFAULTS.weightDecay).toBe(TRAINER_DEFAULTS.weightDecay);
+    expect(resolveTrainerOptions({}, 'test').optimizer).toEqual(ADAMW_DEFAULTS);
+    // A field given keeps its value; the others are the defaults.
+    expect(resolveTrainerOptions({ optimizer: { weightDecay: 0.1 } }, 'test').optimizer).toEqual({
+      ...ADAMW_DEFAULTS,
+      weightDecay: 0.1,
+    });
+    // AdamW's own fallbacks (used when constructed without options) are the same values.
+    const adamw = new AdamW();
+    expect([adamw.beta1, adamw.beta2, adamw.epsilon, adamw.weightDecay]).toEqual([
+      ...ADAMW_DEFAULTS.betas,
+      ADAMW_DEFAULTS.epsilon,
+      ADAMW_DEFAULTS.weightDecay,
+    ]);
+    expect(SCHEDULE_DEFAULTS.learningRate).toBe(TRAINER_DEFAULTS.learningRate);
+    const { totalSteps, ...schedule } = validateSchedule(
+      resolveTrainerOptions({}, 'test').schedule,
+      'test',
+    );
+    expect(totalSteps).toBeUndefined();
+    expect(schedule).toEqual(SCHEDULE_DEFAULTS);
   });
 });

@@ -13,9 +13,10 @@ import {
   validateOptions,
 } from '@rlvr/core';
 import type { Checkpoint } from '@rlvr/model';
-import { TRAINER_DEFAULTS } from '../defaults.js';
+import { ADAMW_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from '../defaults.js';
 import type { AdamWOptions } from '../optim/adamw.js';
 import { type LearningRateSchedule, validateSchedule } from '../optim/schedule.js';
+import { POLICY_TRAINER_OPTION_KEYS } from '../policy-trainer-option-keys.js';
 
 /** The GRPO/PPO loss settings (the fields of @rlvr/core's `policyLoss`, TRL names in brackets). */
 export type GrpoLossConfig = {
@@ -54,9 +55,12 @@ export type GrpoLossConfig = {
 
 /** Options of {@link createPolicyTrainer}; defaults are {@link TRAINER_DEFAULTS}. */
 export type PolicyTrainerOptions = {
-  /** Learning rate and its schedule (default: constant 1e-6, no warm-up) [`learning_rate`]. */
+  /**
+   * Learning rate and its schedule (default {@link SCHEDULE_DEFAULTS}: constant 1e-6, no warm-up)
+   * [`learning_rate`].
+   */
   schedule?: LearningRateSchedule;
-  /** AdamW settings. */
+  /** AdamW settings; a field not given is {@link ADAMW_DEFAULTS}' (β 0.9, 0.999, ε 1e-8, λ 0). */
   optimizer?: AdamWOptions;
   /** Clip gradients to this global L2 norm (default 1; 0 disables clipping) [`max_grad_norm`]. */
   maxGradNorm?: number;
@@ -100,7 +104,7 @@ export type ResolvedGrpoLoss = Required<
 /** Validated {@link PolicyTrainerOptions}. @internal */
 export type ResolvedTrainerOptions = {
   schedule: LearningRateSchedule;
-  optimizer: AdamWOptions;
+  optimizer: Required<AdamWOptions>;
   maxGradNorm: number;
   microBatchSize: number;
   onNonFinite: 'error' | 'skip';
@@ -109,16 +113,6 @@ export type ResolvedTrainerOptions = {
   referenceCheckpoint: Checkpoint | undefined;
 };
 
-const OPTION_KEYS = [
-  'schedule',
-  'optimizer',
-  'maxGradNorm',
-  'microBatchSize',
-  'onNonFinite',
-  'maxConsecutiveSkips',
-  'grpo',
-  'referenceCheckpoint',
-] as const;
 const GRPO_KEYS = [
   'temperature',
   'ratioLevel',
@@ -151,9 +145,9 @@ export function resolveTrainerOptions(
   const opts = validateOptions<PolicyTrainerOptions>(options, {
     parameter: 'options',
     functionName,
-    known: OPTION_KEYS,
+    known: POLICY_TRAINER_OPTION_KEYS,
   });
-  const schedule = opts.schedule ?? { learningRate: TRAINER_DEFAULTS.learningRate };
+  const schedule = opts.schedule ?? { learningRate: SCHEDULE_DEFAULTS.learningRate };
   validateSchedule(schedule, functionName, 'options.schedule');
   const maxGradNorm = validateNumber(opts.maxGradNorm ?? TRAINER_DEFAULTS.maxGradNorm, {
     parameter: 'options.maxGradNorm',
@@ -204,13 +198,13 @@ export function resolveTrainerOptions(
   };
 }
 
-function resolveOptimizer(value: unknown, functionName: string): AdamWOptions {
+function resolveOptimizer(value: unknown, functionName: string): Required<AdamWOptions> {
   const optimizer = validateOptions<AdamWOptions>(value, {
     parameter: 'options.optimizer',
     functionName,
     known: OPTIMIZER_KEYS,
   });
-  const betas = optimizer.betas ?? [0.9, 0.999];
+  const betas = optimizer.betas ?? ADAMW_DEFAULTS.betas;
   if (!Array.isArray(betas) || betas.length !== 2) {
     throw new InvalidArgumentError({
       parameter: 'options.optimizer.betas',
@@ -228,18 +222,18 @@ function resolveOptimizer(value: unknown, functionName: string): AdamWOptions {
       exclusiveMax: true,
     });
   });
-  validateNumber(optimizer.epsilon ?? 1e-8, {
+  const epsilon = validateNumber(optimizer.epsilon ?? ADAMW_DEFAULTS.epsilon, {
     parameter: 'options.optimizer.epsilon',
     functionName,
     min: 0,
     exclusiveMin: true,
   });
-  validateNumber(optimizer.weightDecay ?? TRAINER_DEFAULTS.weightDecay, {
+  const weightDecay = validateNumber(optimizer.weightDecay ?? ADAMW_DEFAULTS.weightDecay, {
     parameter: 'options.optimizer.weightDecay',
     functionName,
     min: 0,
   });
-  return optimizer;
+  return { betas: [betas[0], betas[1]], epsilon, weightDecay };
 }
 
 function resolveGrpoLoss(value: unknown, functionName: string): ResolvedGrpoLoss {
