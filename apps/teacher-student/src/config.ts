@@ -105,6 +105,8 @@ export type RunConfig = {
      * see `solveStyled`; `shortRate + verboseRate` ≤ 1.
      */
     verboseRate: number;
+    /** Per-step slip probability of the verbose traces (a little more careful), see `solveStyled`. */
+    verboseSlipRate: number;
   };
   grpo: GrpoConfig;
   /** The claims phase (`--claims`): extra GRPO arms from the SFT teacher and a budget sweep. */
@@ -154,6 +156,7 @@ export const DEFAULT_CONFIG: RunConfig = {
     shortRate: 0.1,
     hedgeRate: 0.05,
     verboseRate: 0.5,
+    verboseSlipRate: 0.1,
   },
   grpo: {
     maxSteps: 30,
@@ -175,7 +178,7 @@ export const DEFAULT_CONFIG: RunConfig = {
     evalEvery: 10,
     evalPrompts: 128,
   },
-  claims: { enabled: false, steps: 30, lengthPenaltyFactor: 1 },
+  claims: { enabled: false, steps: 30, lengthPenaltyFactor: 1.5 },
   distill: {
     prompts: 2000,
     tracesPerPrompt: 4,
@@ -367,6 +370,7 @@ export function validateConfig(config: RunConfig): RunConfig {
   rate(config.warmStart.shortRate, 'warmStart.shortRate');
   rate(config.warmStart.hedgeRate, 'warmStart.hedgeRate');
   rate(config.warmStart.verboseRate, 'warmStart.verboseRate');
+  rate(config.warmStart.verboseSlipRate, 'warmStart.verboseSlipRate');
   if (config.warmStart.shortRate + config.warmStart.verboseRate > 1) {
     throw new InvalidArgumentError({
       parameter: 'warmStart.verboseRate',

@@ -111,11 +111,16 @@ export type TraceStyle = {
    * solving it. The restatement writes no value, so the chain and the answer are the plain style's:
    * tokens that buy no accuracy, which a length penalty can remove for free. (A re-check restating
    * the *steps* after the chain was tried first: the model recomputed it, with its own slips, and
-   * answered from it, so it cost accuracy and GRPO removed it without any penalty.) Short and
+   * answered from it, so it cost accuracy and GRPO removed it without any penalty.) The verbose
+   * writer is a little more careful (`verboseSlipRate`): without that the two styles were equally
+   * accurate and unpenalized GRPO collapsed the 50/50 mix to one side at random (seed 1 kept 72%
+   * verbose, seed 2 fell to 6%), so a length penalty had nothing to trade. Short and
    * verbose are exclusive (`shortRate + verboseRate` ≤ 1: one draw picks the style); 0 (the
    * default) draws exactly what the mix without it drew.
    */
   verboseRate?: number;
+  /** Per-step slip probability of the verbose style (default: `slipRate`). */
+  verboseSlipRate?: number;
 };
 
 /** One warm-start trace written in a style drawn by {@link TraceStyle}. */
@@ -130,7 +135,8 @@ export function solveStyled(
   const draw = style.shortRate > 0 || verboseRate > 0 ? rng.next() : 1;
   const short = draw < style.shortRate;
   const verbose = !short && draw < style.shortRate + verboseRate;
-  let text = solveWithSlips(problem, rng, style.slipRate);
+  const slipRate = verbose ? (style.verboseSlipRate ?? style.slipRate) : style.slipRate;
+  let text = solveWithSlips(problem, rng, slipRate);
   if (short) text = text.replace(/<think>.*<\/think>/, `${THINK_OPEN}${THINK_CLOSE}`);
   if (verbose) text = text.replace(THINK_OPEN, `${THINK_OPEN}${promptText(problem).slice(0, -1)},`);
   if (style.hedgeRate > 0 && rng.next() < style.hedgeRate) {

@@ -67,6 +67,23 @@ describe('claims building blocks', () => {
       expect(restated(text)).toBe(0);
       expect(correctness(text, problem.answer)).toBe(1);
     }
+    // The verbose writer slips at its own rate: careful verbose traces next to sloppy plain ones.
+    const careful = createRng(11);
+    const mixed = train.map((problem) => ({
+      problem,
+      text: solveStyled(problem, careful, {
+        slipRate: 1,
+        shortRate: 0,
+        hedgeRate: 0,
+        verboseRate: 0.5,
+        verboseSlipRate: 0,
+      }),
+    }));
+    const accuracy = (rows: typeof mixed) =>
+      rows.filter(({ problem, text }) => correctness(text, problem.answer) === 1).length /
+      rows.length;
+    expect(accuracy(mixed.filter(({ text }) => restated(text) === 1))).toBe(1);
+    expect(accuracy(mixed.filter(({ text }) => restated(text) === 0))).toBeLessThan(0.3);
     // Without the verbose style the mix draws exactly the traces it drew before the style existed.
     const before = (verboseRate?: number) => {
       const stream = createRng(4);
@@ -115,6 +132,7 @@ describe('claims building blocks', () => {
     };
     invalid({ verboseRate: 1.5 }, 'warmStart.verboseRate');
     invalid({ verboseRate: -0.1 }, 'warmStart.verboseRate');
+    invalid({ verboseSlipRate: 1.1 }, 'warmStart.verboseSlipRate');
     invalid({ shortRate: 0.5, verboseRate: 0.6 }, 'warmStart.verboseRate');
     invalid({ hedgeRate: 2 }, 'warmStart.hedgeRate');
     invalid({ shortRate: 1.2 }, 'warmStart.shortRate');
