@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@rlvr/core';
+import { fingerprint, InvalidArgumentError } from '@rlvr/core';
 import { MockSampler } from '@rlvr/core/test';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
@@ -71,7 +71,18 @@ describe('defaults', () => {
       overwrite: GENERATE_TRACES_DEFAULTS.overwrite,
       keepLogprobs: GENERATE_TRACES_DEFAULTS.keepLogprobs,
     });
-    expect(validated.settings.sampling.seed).toBe(GENERATE_TRACES_DEFAULTS.sampling.seed);
+    expect(validated.settings.sampling).toMatchObject(GENERATE_TRACES_DEFAULTS.sampling);
+    expect(validated.sampling).toMatchObject(GENERATE_TRACES_DEFAULTS.sampling);
+    // Leaving a sampling default out and giving it are the same run (same fingerprint).
+    const explicit = validateGenerateOptions({
+      sampler: new MockSampler({ script: [] }),
+      prompts: [{ id: 'p', prompt: '1+1=' }],
+      k: 2,
+      sampling: { maxNewTokens: 4, ...GENERATE_TRACES_DEFAULTS.sampling },
+      reward: () => 1,
+      outPath: 'traces.jsonl',
+    });
+    expect(fingerprint(explicit.settings)).toBe(fingerprint(validated.settings));
   });
 
   it('should be what filterTraces applies when a setting is not given', () => {

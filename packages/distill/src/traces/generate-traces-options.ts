@@ -45,7 +45,10 @@ export type GenerateTracesOptions = {
   prompts: readonly PromptRecord[];
   /** Traces per prompt. */
   k: number;
-  /** Sampling settings (temperature, topP, maxNewTokens, …); `seed` is the base seed. */
+  /**
+   * Sampling settings (maxNewTokens, temperature (default 1), topP, …); `seed` is the base seed
+   * (default 0). See {@link GENERATE_TRACES_DEFAULTS}.
+   */
   sampling: TraceSamplingOptions;
   /** Scores a trace; `reward ≥ acceptThreshold` marks it accepted. */
   reward: RewardFunction;
@@ -101,8 +104,11 @@ export const GENERATE_TRACES_OPTION_KEYS = [
   'signal',
 ] as const satisfies readonly (keyof GenerateTracesOptions)[];
 /**
- * The defaults of `generateTraces`' optional settings (`sampling.seed` is the base seed). Layers
- * that show or pass these settings (the CLI's `--print-config`) use them instead of copies.
+ * The defaults of `generateTraces`' optional settings (`k` and `sampling.maxNewTokens` have none).
+ * `sampling.seed` is the base seed; `sampling.temperature` is core's `SampleRequest` default (1),
+ * sent to the sampler and recorded in the traces file's fingerprint, so leaving it out and giving
+ * 1 are the same run. Layers that show or pass these settings (the CLI's `--print-config`) use
+ * them instead of copies.
  */
 export const GENERATE_TRACES_DEFAULTS = Object.freeze({
   acceptThreshold: 1,
@@ -110,7 +116,7 @@ export const GENERATE_TRACES_DEFAULTS = Object.freeze({
   resume: true,
   overwrite: false,
   keepLogprobs: false,
-  sampling: Object.freeze({ seed: 0 }),
+  sampling: Object.freeze({ temperature: 1, seed: 0 }),
 } as const);
 // core's request keys, less the ones this function sets itself (prompts, n) or does not offer
 const SAMPLING_KNOWN: readonly string[] = SAMPLE_REQUEST_KEYS.filter(
@@ -124,7 +130,8 @@ export type ValidatedTraceOptions = {
   k: number;
   batchSize: number;
   acceptThreshold: number;
-  sampling: TraceSamplingOptions & { maxNewTokens: number };
+  /** With `temperature` and `seed` filled in ({@link GENERATE_TRACES_DEFAULTS}). */
+  sampling: TraceSamplingOptions & { maxNewTokens: number; temperature: number; seed: number };
   reward: RewardFunction;
   outPath: string;
   resume: boolean;
@@ -198,7 +205,7 @@ export function validateGenerateOptions(options: GenerateTracesOptions): Validat
     keepLogprobs,
     settings: {
       k,
-      sampling: { ...sampling, seed: sampling.seed ?? GENERATE_TRACES_DEFAULTS.sampling.seed },
+      sampling,
       teacher,
       acceptThreshold,
       keepLogprobs,
@@ -226,9 +233,12 @@ function validateSampling(value: unknown): ValidatedTraceOptions['sampling'] {
     functionName: FN,
     min: 1,
   });
-  if (sampling.seed !== undefined)
-    validateInteger(sampling.seed, { parameter: 'options.sampling.seed', functionName: FN });
-  return { ...(sampling as TraceSamplingOptions), maxNewTokens };
+  const seed =
+    sampling.seed === undefined
+      ? GENERATE_TRACES_DEFAULTS.sampling.seed
+      : validateInteger(sampling.seed, { parameter: 'options.sampling.seed', functionName: FN });
+  const temperature = sampling.temperature ?? GENERATE_TRACES_DEFAULTS.sampling.temperature;
+  return { ...(sampling as TraceSamplingOptions), maxNewTokens, temperature, seed };
 }
 
 function readTeacher(value: unknown): TraceSettings['teacher'] {

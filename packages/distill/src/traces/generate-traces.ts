@@ -81,7 +81,7 @@ export async function generateTraces(
   const bar = progressBar(input.raw.progress);
   bar?.start(input.prompts.length, resumedPrompts, { accepted: 0 });
   const totals = { generatedPrompts: 0, abortedPrompts: 0, traces: 0, accepted: 0 };
-  const baseRng = createRng(input.sampling.seed ?? 0);
+  const baseRng = createRng(input.sampling.seed);
   const signal = input.raw.signal;
   try {
     for (let start = 0; start < todo.length; start += input.batchSize) {
