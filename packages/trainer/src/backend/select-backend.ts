@@ -3,6 +3,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { registerOrtAttention } from './ort-attention.js';
 import { registerOrtElementwise } from './ort-elementwise.js';
 import { disableOrtMatMul, enableOrtMatMul } from './ort-matmul.js';
+import { registerWasmAdamW } from './wasm-adamw.js';
 import { registerWasmKernels } from './wasm-kernels.js';
 
 /**
@@ -175,6 +176,7 @@ async function chooseMatMul(
     await enableOrtMatMul(threads);
     registerOrtAttention();
     registerOrtElementwise();
+    registerWasmAdamW();
     return { matMul: 'onnxruntime' };
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error);

@@ -15,6 +15,7 @@ import {
   ortSwiGluForward,
 } from '../backend/ort-elementwise.js';
 import { ortMatMulActive, ortMatMulOp } from '../backend/ort-matmul.js';
+import { FAST_ADAMW } from '../backend/wasm-adamw.js';
 import {
   FAST_BATCH_MAT_MUL,
   FAST_CONCAT_COLUMNS,
@@ -109,6 +110,11 @@ export type MatMulOps = {
       gain: tf.Tensor,
     ): [tf.Tensor2D, tf.Tensor1D];
   };
+  /**
+   * True when the optimizer takes this package's one-pass AdamW kernel (`RlvrAdamW`, moments
+   * updated in place) for the model's parameters.
+   */
+  fusedOptimizer: boolean;
   /** True when transposes are explicit copies (then a transpose shared by products pays off). */
   explicitTranspose: boolean;
   /**
@@ -128,6 +134,7 @@ export function matMulOps(backendName: string): MatMulOps {
     ...base,
     explicitTranspose: false,
     fusedInputGradient: true,
+    fusedOptimizer: tf.getKernel(FAST_ADAMW, 'wasm') !== undefined,
     mm: (a, b) => ortMatMulOp(a, b, false, false),
     mmTN: (a, b) => ortMatMulOp(a, b, true, false),
     mmNT: (a, b) => ortMatMulOp(a, b, false, true),
@@ -162,6 +169,7 @@ function backendOps(backendName: string): MatMulOps {
   return {
     explicitTranspose: !native,
     fusedInputGradient: false,
+    fusedOptimizer: false,
     t,
     bt,
     gatherRows: has(FAST_GATHER_ROWS)

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { fastAdamWOp } from '../backend/wasm-adamw.js';
 
 /** Settings of {@link AdamW}. */
 export type AdamWOptions = {
@@ -43,16 +44,33 @@ export class AdamW {
     this.weightDecay = options.weightDecay ?? 0;
   }
 
-  /** Returns the updated parameters (new tensors); the caller swaps them in. */
+  /**
+   * Returns the updated parameters (new tensors); the caller swaps them in. With `fused` (wasm
+   * only: the backend must have the `RlvrAdamW` kernel) each parameter takes one pass and the
+   * moments are updated in place; `gradScale` multiplies the gradients first (fused only).
+   */
   apply(
     params: ReadonlyMap<string, tf.Tensor>,
     grads: ReadonlyMap<string, tf.Tensor>,
     learningRate: number,
+    options: { fused?: boolean; gradScale?: number } = {},
   ): Map<string, tf.Tensor> {
     this.step += 1;
     const { beta1, beta2, epsilon } = this;
     const correction1 = 1 - beta1 ** this.step;
     const correction2 = 1 - beta2 ** this.step;
+    if (options.fused) {
+      return this.applyFused(params, grads, {
+        learningRate,
+        beta1,
+        beta2,
+        epsilon,
+        weightDecay: 0,
+        correction1,
+        correction2,
+        gradScale: options.gradScale ?? 1,
+      });
+    }
     const next = new Map<string, tf.Tensor>();
     for (const [name, param] of params) {
       const grad = grads.get(name)!;
@@ -76,6 +94,29 @@ export class AdamW {
       this.m.set(name, m);
       this.v.set(name, v);
       next.set(name, updated);
+    }
+    return next;
+  }
+
+  private applyFused(
+    params: ReadonlyMap<string, tf.Tensor>,
+    grads: ReadonlyMap<string, tf.Tensor>,
+    attrs: Parameters<typeof fastAdamWOp>[4],
+  ): Map<string, tf.Tensor> {
+    const next = new Map<string, tf.Tensor>();
+    for (const [name, param] of params) {
+      const moment = (moments: Map<string, tf.Tensor>) => {
+        let tensor = moments.get(name);
+        if (tensor === undefined) {
+          tensor = tf.zeros(param.shape);
+          moments.set(name, tensor);
+        }
+        return tensor;
+      };
+      const weightDecay = isNoDecayParameter(name) ? 0 : this.weightDecay;
+      const m = moment(this.m);
+      const v = moment(this.v);
+      next.set(name, fastAdamWOp(param, grads.get(name)!, m, v, { ...attrs, weightDecay }));
     }
     return next;
   }

@@ -232,11 +232,16 @@ export function clipAndApply(
   }
   const { maxGradNorm } = settings;
   const clip = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / (gradNorm + 1e-6) : 1;
+  // The fused update (wasm with onnxruntime) scales the gradients in its single pass.
+  const fused = model.ops.fusedOptimizer;
   const clipped =
-    clip === 1
+    clip === 1 || fused
       ? grads
       : new Map([...grads].map(([name, grad]) => [name, tf.mul(grad, clip)] as const));
-  const next = optimizer.apply(model.params, clipped, settings.learningRate);
+  const next = optimizer.apply(model.params, clipped, settings.learningRate, {
+    fused,
+    gradScale: clip,
+  });
   model.replaceParams(next);
   for (const tensor of grads.values()) tensor.dispose();
   if (clipped !== grads) for (const tensor of clipped.values()) tensor.dispose();
