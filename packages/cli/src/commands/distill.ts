@@ -7,7 +7,6 @@ import {
   type WeightedReward,
 } from '@rlvr/core';
 import {
-  DISTILL_STUDENT_DEFAULTS,
   type DistillLoss,
   FILTER_TRACES_DEFAULTS,
   FILTER_TRACES_OPTION_KEYS,
@@ -21,7 +20,7 @@ import {
   teacherFromModel,
 } from '@rlvr/distill';
 import type { Checkpoint } from '@rlvr/model';
-import { createLlamaModel, TRAINER_DEFAULTS } from '@rlvr/trainer';
+import { createLlamaModel } from '@rlvr/trainer';
 import type { ConfigSpec } from '../config/load-config.js';
 import { omitKeys } from '../config/option-keys.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
@@ -39,6 +38,8 @@ import {
   DISTILL_STUDENT_KEYS,
   loopSettings,
   POLICY_TRAINER_KEYS,
+  STUDENT_DEFAULTS,
+  STUDENT_LOOP_DEFAULTS,
   trainStudent,
 } from './train-student.js';
 
@@ -63,6 +64,11 @@ export const TRACES_KEYS_SET_BY_CLI = [
 export const TRACES_KEYS = omitKeys(GENERATE_TRACES_OPTION_KEYS, TRACES_KEYS_SET_BY_CLI);
 /** Keys of `filter`: every @rlvr/distill `filterTraces` option, passed through. */
 export const FILTER_KEYS = FILTER_TRACES_OPTION_KEYS;
+/**
+ * The CLI's own default for `traces.k` (traces per prompt): `generateTraces` requires `k` (it has
+ * no default). This is its only definition; `--help` and the README show it.
+ */
+export const CLI_TRACES_DEFAULTS = Object.freeze({ k: 4 } as const);
 /** The traces file in the run folder. */
 export const TRACES_FILE = 'traces.jsonl';
 
@@ -91,23 +97,24 @@ const spec: ConfigSpec = {
     filter: FILTER_KEYS,
   },
   defaults: {
-    // k, sampling.temperature and maxPerPrompt are the CLI's choices (the packages have none, or
-    // no cap); the rest are the packages' own defaults, shown by --print-config.
+    // traces.k is the CLI's (generateTraces requires it: CLI_TRACES_DEFAULTS); every other value
+    // is the package's own default, read from its constant, so --print-config shows what applies.
     traces: {
-      k: 4,
+      k: CLI_TRACES_DEFAULTS.k,
       acceptThreshold: GENERATE_TRACES_DEFAULTS.acceptThreshold,
-      sampling: { temperature: 1, seed: GENERATE_TRACES_DEFAULTS.sampling.seed },
+      batchSize: GENERATE_TRACES_DEFAULTS.batchSize,
+      keepLogprobs: GENERATE_TRACES_DEFAULTS.keepLogprobs,
+      sampling: GENERATE_TRACES_DEFAULTS.sampling,
     },
+    // No maxPerPrompt / maxTokens: filterTraces keeps every accepted trace by default. seed is
+    // used only with prefer: 'random'.
     filter: {
-      maxPerPrompt: 4,
       prefer: FILTER_TRACES_DEFAULTS.prefer,
       dropTruncated: FILTER_TRACES_DEFAULTS.dropTruncated,
+      dedupeThreshold: FILTER_TRACES_DEFAULTS.dedupeThreshold,
     },
     loss: { type: 'sft' },
-    epochs: 3,
-    batchSize: 8,
-    seed: DISTILL_STUDENT_DEFAULTS.seed,
-    schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
+    ...STUDENT_DEFAULTS,
     reportTo: ['jsonl'],
     backend: 'auto',
   },
@@ -143,9 +150,12 @@ temperature, topP, …, seed }, acceptThreshold, batchSize, keepLogprobs), filte
 maxPerPrompt, prefer, maxTokens, dropTruncated, dedupeThreshold), loss (distillStudent's:
 {type: sft}, or {type: logits, divergence: forward-kl|reverse-kl|jsd, beta?, temperature?,
 sftWeight?} against the teacher's distributions), epochs, batchSize, pack, seed, saveEvery, the
-PolicyTrainer keys (schedule, optimizer, maxGradNorm, …), reportTo, backend, sampler. The traces go to outputDir/traces.jsonl (resumed
-when the teacher and settings are the same; another teacher's file is refused without
---overwrite).`,
+PolicyTrainer keys (schedule, optimizer, maxGradNorm, …), reportTo, backend, sampler. The traces
+go to outputDir/traces.jsonl (resumed when the teacher and settings are the same; another
+teacher's file is refused without --overwrite).
+Defaults: traces.k ${CLI_TRACES_DEFAULTS.k}, epochs ${STUDENT_LOOP_DEFAULTS.epochs}, batchSize ${STUDENT_LOOP_DEFAULTS.batchSize} are the CLI's (the packages require them);
+every other default is the package's (filter: every accepted trace, no maxPerPrompt cap;
+traces.sampling.temperature ${GENERATE_TRACES_DEFAULTS.sampling.temperature}); --print-config shows them.`,
   example: `rlvr distill --config distill.yaml --set traces.k=8
 # distill.yaml
 teacher: runs/grpo

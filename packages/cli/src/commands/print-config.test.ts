@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -7,14 +7,18 @@ import {
   GENERATE_TRACES_DEFAULTS,
 } from '@rlvr/distill';
 import {
+  ADAMW_DEFAULTS,
   effectiveGrpoConfig,
   GRPO_CONFIG_KEYS,
   type GrpoConfig,
+  SCHEDULE_DEFAULTS,
   TRAINER_DEFAULTS,
 } from '@rlvr/trainer';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { runCli } from '../run-cli.js';
+import { CLI_TRACES_DEFAULTS } from './distill.js';
+import { STUDENT_DEFAULTS, STUDENT_LOOP_DEFAULTS, trainerOptions } from './train-student.js';
 
 async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -113,29 +117,62 @@ describe('rlvr grpo --print-config', () => {
 });
 
 describe('rlvr sft / distill --print-config', () => {
-  it("should show the packages' defaults", async () => {
+  it("should show the packages' defaults, the same student settings in both", async () => {
     const sft = YAML.parse((await cli('sft', '--print-config')).stdout) as Record<string, unknown>;
-    expect(sft).toMatchObject({
+    const student = {
+      epochs: STUDENT_LOOP_DEFAULTS.epochs,
+      batchSize: STUDENT_LOOP_DEFAULTS.batchSize,
       seed: DISTILL_STUDENT_DEFAULTS.seed,
       pack: DISTILL_STUDENT_DEFAULTS.pack,
       maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
-      schedule: { learningRate: TRAINER_DEFAULTS.learningRate },
-    });
+      schedule: { ...SCHEDULE_DEFAULTS },
+      optimizer: { ...ADAMW_DEFAULTS, betas: [...ADAMW_DEFAULTS.betas] },
+    };
+    expect(sft).toMatchObject(student);
     const distill = YAML.parse((await cli('distill', '--print-config')).stdout) as Record<
       string,
       unknown
     >;
+    expect(distill).toMatchObject(student);
     expect(distill).toMatchObject({
-      seed: DISTILL_STUDENT_DEFAULTS.seed,
-      schedule: { learningRate: TRAINER_DEFAULTS.learningRate },
       traces: {
+        k: CLI_TRACES_DEFAULTS.k,
         acceptThreshold: GENERATE_TRACES_DEFAULTS.acceptThreshold,
-        sampling: { seed: GENERATE_TRACES_DEFAULTS.sampling.seed },
+        batchSize: GENERATE_TRACES_DEFAULTS.batchSize,
+        keepLogprobs: GENERATE_TRACES_DEFAULTS.keepLogprobs,
+        sampling: { ...GENERATE_TRACES_DEFAULTS.sampling },
       },
       filter: {
         prefer: FILTER_TRACES_DEFAULTS.prefer,
         dropTruncated: FILTER_TRACES_DEFAULTS.dropTruncated,
+        dedupeThreshold: FILTER_TRACES_DEFAULTS.dedupeThreshold,
       },
     });
+    // filterTraces keeps every accepted trace by default: the CLI adds no cap of its own.
+    expect(distill.filter).not.toHaveProperty('maxPerPrompt');
+  });
+
+  it('should pass the shown student defaults as the packages apply them', () => {
+    // What createPolicyTrainer gets from the defaults alone is what it fills in by itself.
+    const fromDefaults = trainerOptions(structuredClone({ ...STUDENT_DEFAULTS }), 10);
+    const filled = effectiveGrpoConfig({ maxSteps: 1, maxNewTokens: 1 }); // the trainer's fill
+    expect(fromDefaults).toEqual({
+      schedule: filled.schedule,
+      optimizer: filled.optimizer,
+      maxGradNorm: filled.maxGradNorm,
+    });
+  });
+
+  it("should document the CLI's own defaults with their values in the README", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(
+      /\s+/g,
+      ' ',
+    );
+    expect(readme).toContain(`\`epochs\` ${STUDENT_LOOP_DEFAULTS.epochs}`);
+    expect(readme).toContain(`\`batchSize\` ${STUDENT_LOOP_DEFAULTS.batchSize}`);
+    expect(readme).toContain(`\`traces.k\` ${CLI_TRACES_DEFAULTS.k}`);
+    expect(readme).toContain(
+      `\`traces.sampling.temperature\` is ${GENERATE_TRACES_DEFAULTS.sampling.temperature}`,
+    );
   });
 });

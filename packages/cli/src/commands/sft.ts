@@ -1,13 +1,18 @@
 import { ErrorCode } from '@rlvr/core';
-import { DISTILL_STUDENT_DEFAULTS, type TraceRecord } from '@rlvr/distill';
-import { TRAINER_DEFAULTS } from '@rlvr/trainer';
+import type { TraceRecord } from '@rlvr/distill';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
 import { loadModel, selectTrainingBackend } from '../model/resolve-model.js';
 import type { Command } from './command.js';
 import { checkRunFolder, outputDirOf } from './run-folder.js';
-import { DISTILL_STUDENT_KEYS, POLICY_TRAINER_KEYS, trainStudent } from './train-student.js';
+import {
+  DISTILL_STUDENT_KEYS,
+  POLICY_TRAINER_KEYS,
+  STUDENT_DEFAULTS,
+  STUDENT_LOOP_DEFAULTS,
+  trainStudent,
+} from './train-student.js';
 
 const spec: ConfigSpec = {
   known: [
@@ -23,12 +28,7 @@ const spec: ConfigSpec = {
   ],
   nested: { dataset: DATASET_KEYS },
   defaults: {
-    epochs: 3,
-    batchSize: 8,
-    seed: DISTILL_STUDENT_DEFAULTS.seed,
-    pack: DISTILL_STUDENT_DEFAULTS.pack,
-    schedule: { learningRate: TRAINER_DEFAULTS.learningRate, schedule: 'constant' },
-    maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
+    ...STUDENT_DEFAULTS,
     reportTo: ['jsonl'],
     backend: 'auto',
   },
@@ -69,9 +69,10 @@ export const sftCommand: Command = {
   spec,
   details: `Config keys: model, dataset (needs prompt and completion columns; map them with
 dataset.columns), outputDir, reportTo, backend (auto|wasm|cpu), resume, saveEvery;
-distillStudent's epochs, batchSize, pack, seed; PolicyTrainer's schedule (learningRate, schedule,
+distillStudent's epochs and batchSize (required there; the CLI's defaults are ${STUDENT_LOOP_DEFAULTS.epochs} and
+${STUDENT_LOOP_DEFAULTS.batchSize}), pack, seed; PolicyTrainer's schedule (learningRate, schedule,
 warmupSteps, totalSteps: the run's steps when unset), optimizer, maxGradNorm, microBatchSize,
-onNonFinite, maxConsecutiveSkips. The loss is token-mean cross-entropy on the completion tokens
+onNonFinite, maxConsecutiveSkips (their defaults are the packages'; --print-config shows them). The loss is token-mean cross-entropy on the completion tokens
 (and EOS). Writes outputDir/metrics.*, checkpoint/, model/ and rlvr-config.yaml.`,
   example: `rlvr sft --config sft.yaml --set epochs=3 --set schedule.learningRate=3e-3
 # sft.yaml

@@ -8,13 +8,21 @@ import type {
   DistillStudentOptions,
   TraceRecord,
 } from '@rlvr/distill';
-import { DISTILL_STUDENT_OPTION_KEYS, distillStudent, loadDistillCheckpoint } from '@rlvr/distill';
+import {
+  DISTILL_STUDENT_DEFAULTS,
+  DISTILL_STUDENT_OPTION_KEYS,
+  distillStudent,
+  loadDistillCheckpoint,
+} from '@rlvr/distill';
 import type { Checkpoint } from '@rlvr/model';
 import {
+  ADAMW_DEFAULTS,
   createLlamaModel,
   createPolicyTrainer,
   POLICY_TRAINER_OPTION_KEYS,
   type PolicyTrainerOptions,
+  SCHEDULE_DEFAULTS,
+  TRAINER_DEFAULTS,
 } from '@rlvr/trainer';
 import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
@@ -62,6 +70,30 @@ export const DISTILL_STUDENT_KEYS = omitKeys(
   DISTILL_STUDENT_OPTION_KEYS,
   DISTILL_STUDENT_KEYS_NOT_IN_CONFIG,
 );
+/**
+ * The CLI's own defaults for the student loop: `distillStudent` requires `epochs` and `batchSize`
+ * (it has no default), so `rlvr sft` and `rlvr distill` use these when a config gives none. This
+ * is their only definition; `--help` and the README show it.
+ */
+export const STUDENT_LOOP_DEFAULTS = Object.freeze({ epochs: 3, batchSize: 8 } as const);
+
+/**
+ * The settings `rlvr sft` and `rlvr distill` show (`--print-config`, `rlvr-config.yaml`) and pass
+ * when a config gives none: {@link STUDENT_LOOP_DEFAULTS}, then the packages' own defaults, read
+ * from their constants (@rlvr/distill `DISTILL_STUDENT_DEFAULTS`, @rlvr/trainer
+ * `SCHEDULE_DEFAULTS`, `ADAMW_DEFAULTS`, `TRAINER_DEFAULTS.maxGradNorm`): what the run applies.
+ * Settings whose default is "off" or that apply only in some combinations (`microBatchSize`,
+ * `onNonFinite` / `maxConsecutiveSkips`, `saveEvery`: every run step count) are not listed.
+ */
+export const STUDENT_DEFAULTS = Object.freeze({
+  ...STUDENT_LOOP_DEFAULTS,
+  seed: DISTILL_STUDENT_DEFAULTS.seed,
+  pack: DISTILL_STUDENT_DEFAULTS.pack,
+  schedule: SCHEDULE_DEFAULTS,
+  optimizer: ADAMW_DEFAULTS,
+  maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
+});
+
 /** The run folder's distillation checkpoint (optimizer state and data position, for `--resume`). */
 export const STUDENT_CHECKPOINT_DIR = 'checkpoint';
 
