@@ -1,13 +1,17 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { fastAdamWOp } from '../backend/wasm-adamw.js';
+import { ADAMW_DEFAULTS } from '../defaults.js';
 
 /** Settings of {@link AdamW}. */
 export type AdamWOptions = {
-  /** β₁, β₂ (default 0.9, 0.999). */
+  /** β₁, β₂ (default 0.9, 0.999: {@link ADAMW_DEFAULTS}). */
   betas?: readonly [number, number];
-  /** ε added to √v̂ (default 1e-8). */
+  /** ε added to √v̂ (default 1e-8: {@link ADAMW_DEFAULTS}). */
   epsilon?: number;
-  /** Decoupled weight decay λ (default 0; Hugging Face skips biases and norm weights). */
+  /**
+   * Decoupled weight decay λ (default 0: {@link ADAMW_DEFAULTS}; Hugging Face skips biases and
+   * norm weights).
+   */
   weightDecay?: number;
 };
 
@@ -38,10 +42,11 @@ export class AdamW {
   private readonly v = new Map<string, tf.Tensor>();
 
   constructor(options: AdamWOptions = {}) {
-    this.beta1 = options.betas?.[0] ?? 0.9;
-    this.beta2 = options.betas?.[1] ?? 0.999;
-    this.epsilon = options.epsilon ?? 1e-8;
-    this.weightDecay = options.weightDecay ?? 0;
+    const betas = options.betas ?? ADAMW_DEFAULTS.betas;
+    this.beta1 = betas[0];
+    this.beta2 = betas[1];
+    this.epsilon = options.epsilon ?? ADAMW_DEFAULTS.epsilon;
+    this.weightDecay = options.weightDecay ?? ADAMW_DEFAULTS.weightDecay;
   }
 
   /**
