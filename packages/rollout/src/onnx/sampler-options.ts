@@ -39,8 +39,9 @@ export type OnnxSamplerOptions = {
    * `loop`: a graph built from the checkpoint samples `stepsPerRun` tokens per `session.run`
    * in-graph (same processors, seeds and logprobs as `optimum`, computed in float32); `optimum`:
    * the Optimum-style decoder, one `session.run` per token, sampled in JavaScript in float64 (the
-   * only choice with `onnxPath`). Default with a checkpoint: the faster one for the model size
-   * (see {@link LOOP_ENGINE_MIN_PARAMETERS}), or `loop` when `stepsPerRun` is set.
+   * only choice with `onnxPath`). Default with a checkpoint: `loop` from 0.3M parameters (the
+   * faster one per GRPO step at every size measured; see {@link LOOP_ENGINE_MIN_PARAMETERS}),
+   * `optimum` below, or `loop` when `stepsPerRun` or `weightSync: 'inputs'` is set.
    */
   engine?: 'loop' | 'optimum';
   /** Tokens sampled per `session.run` by the `loop` engine (default 16; 1–1024). */
@@ -89,24 +90,21 @@ export const ONNX_SAMPLER_OPTION_KEYS = [
 ] as const satisfies readonly (keyof OnnxSamplerOptions)[];
 
 /**
- * The default engine for a checkpoint: `loop` from this many parameters on, `optimum` below, with
- * one worker (or `workers: 0`) and with several workers. Measured per GRPO step on 2 vCPUs (new
- * weights + 16 prompts × 8 samples × 48 tokens; `bench/engine-choice.bench.ts`, README "Engines"):
- * the loop engine samples 1.3–2.5× faster, but building its session after each weight update
- * takes ~1 s longer (~2 s with two workers building at once), which pays off from ~1M parameters
- * with one worker and ~5M with two.
+ * The default engine for a checkpoint: `loop` from this many parameters on (any worker count),
+ * `optimum` below. Measured per GRPO step on 2 vCPUs in the steady state of a run (an in-place
+ * weight update + 16 prompts × 8 samples × 48 tokens; `bench/engine-choice.bench.ts`, README
+ * "Engines"): the loop engine took 0.50–0.60× the time of `optimum` at 0.31M, 0.8M and 4.9M
+ * parameters, with one worker and with two (it used to lose below 1M / 5M parameters while each
+ * of its weight updates rebuilt its session, ~1 s). Below the smallest size measured `optimum`
+ * stays the default: opening a loop sampler costs ~0.5–2.5 s more, once, which short-lived
+ * samplers of tiny models (tests, quick evaluations) do not win back.
  * @internal
  */
-export const LOOP_ENGINE_MIN_PARAMETERS = {
-  oneWorker: 1_000_000,
-  severalWorkers: 5_000_000,
-} as const;
+export const LOOP_ENGINE_MIN_PARAMETERS = 300_000;
 
 /** The engine `createOnnxSampler` uses for a checkpoint when `engine` is not given. @internal */
-export function defaultEngine(parameters: number, workers: number): 'loop' | 'optimum' {
-  const threshold =
-    workers >= 2 ? LOOP_ENGINE_MIN_PARAMETERS.severalWorkers : LOOP_ENGINE_MIN_PARAMETERS.oneWorker;
-  return parameters >= threshold ? 'loop' : 'optimum';
+export function defaultEngine(parameters: number): 'loop' | 'optimum' {
+  return parameters >= LOOP_ENGINE_MIN_PARAMETERS ? 'loop' : 'optimum';
 }
 
 /** Validated options with every default filled in. @internal */
@@ -157,7 +155,6 @@ function resolveWeightSync(
 function resolveEngine(
   raw: Partial<OnnxSamplerOptions>,
   checkpoint: Checkpoint | undefined,
-  workers: number,
   weightSync: WeightSync | undefined,
 ) {
   const engine =
@@ -198,7 +195,7 @@ function resolveEngine(
       ? 'optimum'
       : stepsPerRun !== undefined || weightSync === 'inputs'
         ? 'loop'
-        : defaultEngine(countParameters(checkpoint.config), workers));
+        : defaultEngine(countParameters(checkpoint.config)));
   return chosen === 'loop'
     ? ({ type: 'loop', stepsPerRun: stepsPerRun ?? 16 } as const)
     : ({ type: 'optimum' } as const);
@@ -329,7 +326,7 @@ export function resolveSamplerOptions(options: OnnxSamplerOptions): ResolvedSamp
     tokenizerFiles,
     promptFormat,
     workers,
-    kind: resolveEngine(raw, checkpoint, workers, weightSync),
+    kind: resolveEngine(raw, checkpoint, weightSync),
     session: { executionProviders, threads, allowSpinning: raw.allowSpinning ?? false },
     eosTokenIds: resolveEosTokenIds(raw.eosTokenIds),
     modelId: raw.modelId ?? (raw.onnxPath ? `onnx:${raw.onnxPath}` : 'onnx:checkpoint'),
