@@ -1,9 +1,7 @@
 import { ErrorCode, InvalidArgumentError, RlvrError, validateOptions } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
 import { registerOrtAttention } from './ort-attention.js';
-import { registerOrtElementwise } from './ort-elementwise.js';
 import { disableOrtMatMul, enableOrtMatMul } from './ort-matmul.js';
-import { registerWasmAdamW } from './wasm-adamw.js';
 import { registerWasmKernels } from './wasm-kernels.js';
 
 /**
@@ -175,8 +173,6 @@ async function chooseMatMul(
   try {
     await enableOrtMatMul(threads);
     registerOrtAttention();
-    registerOrtElementwise();
-    registerWasmAdamW();
     return { matMul: 'onnxruntime' };
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error);

@@ -5,7 +5,6 @@ import type {
   FusedWeight,
   LayerCache,
   LlamaModel,
-  MlpCore,
 } from './llama-model.js';
 import type { PreparedInput } from './prepared-input.js';
 import { type NormCache, rmsNormBackward } from './rms-norm.js';
@@ -86,7 +85,14 @@ function layerBackward(
 ): tf.Tensor2D {
   // MLP.
   const dAct = linearBackward(context, c.act, dOut, `${prefix}.mlp.down_proj`);
-  const dh2 = fusedBackward(context, c.h2, swiGluBackward(context, c.mlp, dAct), c.gateUp);
+  const dSilu = tf.mul(dAct, c.up);
+  const dUp = tf.mul(dAct, c.silu) as tf.Tensor2D;
+  // silu'(g) = σ(g)·(1 + g·(1 − σ(g)))
+  const dGate = tf.mul(
+    dSilu,
+    tf.mul(c.sigmoid, tf.add(1, tf.mul(c.gate, tf.sub(1, c.sigmoid)))),
+  ) as tf.Tensor2D;
+  const dh2 = fusedBackward(context, c.h2, [dGate, dUp], c.gateUp);
   let dx = tf.add(
     dOut,
     normBackward(context, c.norm2, dh2, `${prefix}.post_attention_layernorm.weight`),
@@ -99,23 +105,6 @@ function layerBackward(
       : composedAttentionBackward(context, c, c.core, dAttention);
   dx = tf.add(dx, normBackward(context, c.norm1, dh1, `${prefix}.input_layernorm.weight`));
   return dx;
-}
-
-/** d loss / d [gate | up] of SwiGLU (one tensor when fused, else the two parts). */
-function swiGluBackward(
-  context: Context,
-  mlp: MlpCore,
-  dAct: tf.Tensor2D,
-): tf.Tensor2D | tf.Tensor2D[] {
-  if (mlp.kind === 'fused') return context.model.ops.swiGlu!.backward(dAct, mlp.gateUp);
-  const dSilu = tf.mul(dAct, mlp.up);
-  const dUp = tf.mul(dAct, mlp.silu) as tf.Tensor2D;
-  // silu'(g) = σ(g)·(1 + g·(1 − σ(g)))
-  const dGate = tf.mul(
-    dSilu,
-    tf.mul(mlp.sigmoid, tf.add(1, tf.mul(mlp.gate, tf.sub(1, mlp.sigmoid)))),
-  ) as tf.Tensor2D;
-  return [dGate, dUp];
 }
 
 /** d loss / d qkv (the fused projection output) through `MatMulOps.attention`. */
@@ -259,11 +248,6 @@ function normBackward(
 ): tf.Tensor2D {
   const { model, grads } = context;
   const gain = model.param(gainName);
-  if (model.ops.rmsNorm) {
-    const [dx, dGain] = model.ops.rmsNorm.backward(dh, norm.xhat, norm.r, gain);
-    grads.set(gainName, dGain);
-    return dx;
-  }
   grads.set(gainName, model.ops.sumRows(tf.mul(dh, norm.xhat) as tf.Tensor2D));
   return rmsNormBackward(norm, tf.mul(dh, gain) as tf.Tensor2D);
 }

@@ -5,10 +5,9 @@ import type {
   FusedWeight,
   LayerCache,
   LlamaModel,
-  MlpCore,
 } from './llama-model.js';
 import { attentionBias, type PreparedInput } from './prepared-input.js';
-import { type NormCache, rmsNormForward } from './rms-norm.js';
+import { rmsNormForward } from './rms-norm.js';
 import { ropeTables, rotateHalfMatrix } from './rope.js';
 
 /** Shapes and tables shared by the layers of one forward pass. */
@@ -62,7 +61,8 @@ export function llamaForward(
     x = out.x;
     if (keepCache) layers.push(out.cache);
   }
-  const { h: hf, norm: normF } = norm(model, x, 'model.norm.weight');
+  const normF = rmsNormForward(x, config.rms_norm_eps);
+  const hf = tf.mul(normF.xhat, model.param('model.norm.weight')) as tf.Tensor2D;
   const logits = config.tie_word_embeddings
     ? ops.mmNT(hf, model.param('model.embed_tokens.weight') as tf.Tensor2D)
     : ops.mm(hf, model.param('lm_head.weight') as tf.Tensor2D);
@@ -78,7 +78,9 @@ function layerForward(
 ): { x: tf.Tensor2D; cache: LayerCache } {
   const { model } = context;
   const ops = model.ops;
-  const { h: h1, norm: norm1 } = norm(model, input, `${prefix}.input_layernorm.weight`);
+  const epsilon = model.config.rms_norm_eps;
+  const norm1 = rmsNormForward(input, epsilon);
+  const h1 = tf.mul(norm1.xhat, model.param(`${prefix}.input_layernorm.weight`)) as tf.Tensor2D;
   const qkv = model.fusedWeight(prefix, [
     'self_attn.q_proj',
     'self_attn.k_proj',
@@ -88,44 +90,19 @@ function layerForward(
     ? fusedAttention(context, h1, qkv)
     : composedAttention(context, h1, qkv);
   const x = tf.add(input, linear(model, attention, `${prefix}.self_attn.o_proj`)) as tf.Tensor2D;
-  const { h: h2, norm: norm2 } = norm(model, x, `${prefix}.post_attention_layernorm.weight`);
+  const norm2 = rmsNormForward(x, epsilon);
+  const h2 = tf.mul(
+    norm2.xhat,
+    model.param(`${prefix}.post_attention_layernorm.weight`),
+  ) as tf.Tensor2D;
   const gateUp = model.fusedWeight(prefix, ['mlp.gate_proj', 'mlp.up_proj']);
-  const { act, mlp } = swiGlu(model, h2, gateUp);
-  const out = tf.add(x, linear(model, act, `${prefix}.mlp.down_proj`)) as tf.Tensor2D;
-  const cache = { norm1, h1, qkv, gateUp, core, attention, norm2, h2, mlp };
-  return { x: out, cache: { ...cache, act } };
-}
-
-/** `silu(h2 @ W_gate)·(h2 @ W_up)`, fused where the backend has `MatMulOps.swiGlu`. */
-function swiGlu(
-  model: LlamaModel,
-  h2: tf.Tensor2D,
-  gateUp: FusedWeight,
-): { act: tf.Tensor2D; mlp: MlpCore } {
-  if (model.ops.swiGlu) {
-    const projected = fusedProjection(model, h2, gateUp);
-    return { act: model.ops.swiGlu.forward(projected), mlp: { kind: 'fused', gateUp: projected } };
-  }
   const [gate, up] = fusedLinear(model, h2, gateUp) as [tf.Tensor2D, tf.Tensor2D];
   const sigmoid = tf.sigmoid(gate) as tf.Tensor2D;
   const silu = tf.mul(gate, sigmoid) as tf.Tensor2D;
-  return { act: tf.mul(silu, up) as tf.Tensor2D, mlp: { kind: 'ops', gate, up, sigmoid, silu } };
-}
-
-/** RMSNorm with gain `h = x̂·gain` and what its backward needs. */
-function norm(
-  model: LlamaModel,
-  x: tf.Tensor2D,
-  gainName: string,
-): { h: tf.Tensor2D; norm: NormCache } {
-  const epsilon = model.config.rms_norm_eps;
-  const gain = model.param(gainName);
-  if (model.ops.rmsNorm) {
-    const [h, xhat, r] = model.ops.rmsNorm.forward(x, gain, epsilon);
-    return { h, norm: { r, xhat } };
-  }
-  const cache = rmsNormForward(x, epsilon);
-  return { h: tf.mul(cache.xhat, gain) as tf.Tensor2D, norm: cache };
+  const act = tf.mul(silu, up) as tf.Tensor2D;
+  const out = tf.add(x, linear(model, act, `${prefix}.mlp.down_proj`)) as tf.Tensor2D;
+  const cache = { norm1, h1, qkv, gateUp, core, attention, norm2, h2, gate, up, sigmoid };
+  return { x: out, cache: { ...cache, silu, act } };
 }
 
 /** Attention in one fused kernel of the backend (`MatMulOps.attention`). */

@@ -31,14 +31,6 @@ export type AttentionCore =
   | { kind: 'ops'; qg: tf.Tensor3D; kt: tf.Tensor3D; vb: tf.Tensor3D; p: tf.Tensor3D }
   | { kind: 'fused'; qkv: tf.Tensor2D; p: tf.Tensor };
 
-/**
- * What SwiGLU's backward needs: the gate/up projection output for `MatMulOps.swiGlu`, or the
- * split projections and activations when it is composed from tfjs ops. @internal
- */
-export type MlpCore =
-  | { kind: 'fused'; gateUp: tf.Tensor2D }
-  | { kind: 'ops'; gate: tf.Tensor2D; up: tf.Tensor2D; sigmoid: tf.Tensor2D; silu: tf.Tensor2D };
-
 /** @internal */
 export type LayerCache = {
   norm1: NormCache;
@@ -49,7 +41,10 @@ export type LayerCache = {
   attention: tf.Tensor2D;
   norm2: NormCache;
   h2: tf.Tensor2D;
-  mlp: MlpCore;
+  gate: tf.Tensor2D;
+  up: tf.Tensor2D;
+  sigmoid: tf.Tensor2D;
+  silu: tf.Tensor2D;
   act: tf.Tensor2D;
 };
 

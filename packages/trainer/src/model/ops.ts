@@ -5,17 +5,7 @@ import {
   ortAttentionBackward,
   ortAttentionForward,
 } from '../backend/ort-attention.js';
-import {
-  ORT_RMS_NORM,
-  ORT_SWIGLU,
-  ortKernelActive,
-  ortRmsNormBackward,
-  ortRmsNormForward,
-  ortSwiGluBackward,
-  ortSwiGluForward,
-} from '../backend/ort-elementwise.js';
 import { ortMatMulActive, ortMatMulOp } from '../backend/ort-matmul.js';
-import { FAST_ADAMW } from '../backend/wasm-adamw.js';
 import {
   FAST_BATCH_MAT_MUL,
   FAST_CONCAT_COLUMNS,
@@ -85,36 +75,6 @@ export type MatMulOps = {
       shape: AttentionShape & { batch: number; seq: number },
     ): tf.Tensor2D;
   };
-  /**
-   * Fused SwiGLU of the gate/up projection output `[n, 2m]`: `silu(gate)·up`, and its backward to
-   * `[dGate | dUp]`; undefined where the model composes it from tfjs ops.
-   */
-  swiGlu?: {
-    forward(gateUp: tf.Tensor2D): tf.Tensor2D;
-    backward(dAct: tf.Tensor2D, gateUp: tf.Tensor2D): tf.Tensor2D;
-  };
-  /**
-   * Fused RMSNorm with gain: forward `[h, xhat, r]`, backward `[dx, dGain]`; undefined where the
-   * model composes it from tfjs ops.
-   */
-  rmsNorm?: {
-    forward(
-      x: tf.Tensor2D,
-      gain: tf.Tensor,
-      epsilon: number,
-    ): [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
-    backward(
-      dh: tf.Tensor2D,
-      xhat: tf.Tensor2D,
-      r: tf.Tensor2D,
-      gain: tf.Tensor,
-    ): [tf.Tensor2D, tf.Tensor1D];
-  };
-  /**
-   * True when the optimizer takes this package's one-pass AdamW kernel (`RlvrAdamW`, moments
-   * updated in place) for the model's parameters.
-   */
-  fusedOptimizer: boolean;
   /** True when transposes are explicit copies (then a transpose shared by products pays off). */
   explicitTranspose: boolean;
   /**
@@ -134,7 +94,6 @@ export function matMulOps(backendName: string): MatMulOps {
     ...base,
     explicitTranspose: false,
     fusedInputGradient: true,
-    fusedOptimizer: tf.getKernel(FAST_ADAMW, 'wasm') !== undefined,
     mm: (a, b) => ortMatMulOp(a, b, false, false),
     mmTN: (a, b) => ortMatMulOp(a, b, true, false),
     mmNT: (a, b) => ortMatMulOp(a, b, false, true),
@@ -143,12 +102,6 @@ export function matMulOps(backendName: string): MatMulOps {
     bmmTN: (a, b) => ortMatMulOp(a, b, true, false),
     ...(ortAttentionActive()
       ? { attention: { forward: ortAttentionForward, backward: ortAttentionBackward } }
-      : {}),
-    ...(ortKernelActive(ORT_SWIGLU)
-      ? { swiGlu: { forward: ortSwiGluForward, backward: ortSwiGluBackward } }
-      : {}),
-    ...(ortKernelActive(ORT_RMS_NORM)
-      ? { rmsNorm: { forward: ortRmsNormForward, backward: ortRmsNormBackward } }
       : {}),
   };
 }
@@ -169,7 +122,6 @@ function backendOps(backendName: string): MatMulOps {
   return {
     explicitTranspose: !native,
     fusedInputGradient: false,
-    fusedOptimizer: false,
     t,
     bt,
     gatherRows: has(FAST_GATHER_ROWS)

@@ -1,5 +1,4 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { fastAdamWOp } from '../backend/wasm-adamw.js';
 import { ADAMW_DEFAULTS } from '../defaults.js';
 
 /** Settings of {@link AdamW}. */
@@ -49,33 +48,16 @@ export class AdamW {
     this.weightDecay = options.weightDecay ?? ADAMW_DEFAULTS.weightDecay;
   }
 
-  /**
-   * Returns the updated parameters (new tensors); the caller swaps them in. With `fused` (wasm
-   * only: the backend must have the `RlvrAdamW` kernel) each parameter takes one pass and the
-   * moments are updated in place; `gradScale` multiplies the gradients first (fused only).
-   */
+  /** Returns the updated parameters (new tensors); the caller swaps them in. */
   apply(
     params: ReadonlyMap<string, tf.Tensor>,
     grads: ReadonlyMap<string, tf.Tensor>,
     learningRate: number,
-    options: { fused?: boolean; gradScale?: number } = {},
   ): Map<string, tf.Tensor> {
     this.step += 1;
     const { beta1, beta2, epsilon } = this;
     const correction1 = 1 - beta1 ** this.step;
     const correction2 = 1 - beta2 ** this.step;
-    if (options.fused) {
-      return this.applyFused(params, grads, {
-        learningRate,
-        beta1,
-        beta2,
-        epsilon,
-        weightDecay: 0,
-        correction1,
-        correction2,
-        gradScale: options.gradScale ?? 1,
-      });
-    }
     const next = new Map<string, tf.Tensor>();
     for (const [name, param] of params) {
       const grad = grads.get(name)!;
@@ -99,29 +81,6 @@ export class AdamW {
       this.m.set(name, m);
       this.v.set(name, v);
       next.set(name, updated);
-    }
-    return next;
-  }
-
-  private applyFused(
-    params: ReadonlyMap<string, tf.Tensor>,
-    grads: ReadonlyMap<string, tf.Tensor>,
-    attrs: Parameters<typeof fastAdamWOp>[4],
-  ): Map<string, tf.Tensor> {
-    const next = new Map<string, tf.Tensor>();
-    for (const [name, param] of params) {
-      const moment = (moments: Map<string, tf.Tensor>) => {
-        let tensor = moments.get(name);
-        if (tensor === undefined) {
-          tensor = tf.zeros(param.shape);
-          moments.set(name, tensor);
-        }
-        return tensor;
-      };
-      const weightDecay = isNoDecayParameter(name) ? 0 : this.weightDecay;
-      const m = moment(this.m);
-      const v = moment(this.v);
-      next.set(name, fastAdamWOp(param, grads.get(name)!, m, v, { ...attrs, weightDecay }));
     }
     return next;
   }

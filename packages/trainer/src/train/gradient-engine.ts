@@ -232,16 +232,11 @@ export function clipAndApply(
   }
   const { maxGradNorm } = settings;
   const clip = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / (gradNorm + 1e-6) : 1;
-  // The fused update (wasm with onnxruntime) scales the gradients in its single pass.
-  const fused = model.ops.fusedOptimizer;
   const clipped =
-    clip === 1 || fused
+    clip === 1
       ? grads
       : new Map([...grads].map(([name, grad]) => [name, tf.mul(grad, clip)] as const));
-  const next = optimizer.apply(model.params, clipped, settings.learningRate, {
-    fused,
-    gradScale: clip,
-  });
+  const next = optimizer.apply(model.params, clipped, settings.learningRate);
   model.replaceParams(next);
   for (const tensor of grads.values()) tensor.dispose();
   if (clipped !== grads) for (const tensor of clipped.values()) tensor.dispose();
