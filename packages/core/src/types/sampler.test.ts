@@ -6,6 +6,7 @@ import {
   assertSampler,
   type Completion,
   isAbortedGroup,
+  SAMPLE_REQUEST_DEFAULTS,
   SAMPLE_REQUEST_KEYS,
   type SampleRequest,
   validateConfidenceRequest,
@@ -83,6 +84,22 @@ describe('SAMPLE_REQUEST_KEYS', () => {
       confidenceStop: { windowSize: 16, threshold: 1.5 },
     };
     expect([...SAMPLE_REQUEST_KEYS].sort()).toEqual(Object.keys(request).sort());
+  });
+});
+
+describe('SAMPLE_REQUEST_DEFAULTS', () => {
+  it('should hold the documented defaults of optional SampleRequest fields, frozen', () => {
+    expect(SAMPLE_REQUEST_DEFAULTS).toEqual({
+      temperature: 1,
+      topP: 1,
+      topK: 0,
+      minP: 0,
+      repetitionPenalty: 1,
+    });
+    for (const key of Object.keys(SAMPLE_REQUEST_DEFAULTS)) {
+      expect(SAMPLE_REQUEST_KEYS).toContain(key);
+    }
+    expect(Object.isFrozen(SAMPLE_REQUEST_DEFAULTS)).toBe(true);
   });
 });
 

@@ -41,7 +41,10 @@ export type ConfidenceStop = {
 /** A prompt: text (the sampler tokenizes it, applying a chat template if configured) or token ids. */
 export type Prompt = string | readonly number[];
 
-/** What to sample. Every field is plain data (survives `structuredClone` and JSON). */
+/**
+ * What to sample. Every field is plain data (survives `structuredClone` and JSON). The defaults of
+ * the optional sampling fields are {@link SAMPLE_REQUEST_DEFAULTS}.
+ */
 export type SampleRequest = {
   /** Prompts to complete; the result has one entry per prompt, in order. */
   prompts: readonly Prompt[];
@@ -51,13 +54,16 @@ export type SampleRequest = {
   maxNewTokens: number;
   /** Softmax temperature; 0 means greedy. Default 1. */
   temperature?: number;
-  /** Nucleus sampling: keep the smallest set of tokens whose probability mass reaches `topP`. */
+  /**
+   * Nucleus sampling: keep the smallest set of tokens whose probability mass reaches `topP`.
+   * Default 1 (no cut).
+   */
   topP?: number;
-  /** Keep only the `topK` most likely tokens (0 or undefined: no limit). */
+  /** Keep only the `topK` most likely tokens (0 or undefined: no limit). Default 0. */
   topK?: number;
-  /** Drop tokens whose probability is below `minP` times the top token's probability. */
+  /** Drop tokens whose probability is below `minP` times the top token's probability. Default 0. */
   minP?: number;
-  /** CTRL-style repetition penalty (> 1 discourages repeats). */
+  /** CTRL-style repetition penalty (> 1 discourages repeats). Default 1 (none). */
   repetitionPenalty?: number;
   /** Stop strings: generation ends when the decoded text contains one; the text is cut before it. */
   stop?: readonly string[];
@@ -96,6 +102,24 @@ export const SAMPLE_REQUEST_KEYS = [
   'topLogprobs',
   'confidenceStop',
 ] as const satisfies readonly (keyof SampleRequest)[];
+
+/**
+ * What an omitted sampling field of {@link SampleRequest} means, for every sampler: temperature 1
+ * (the model distribution), no top-k limit (`topK` 0), no nucleus cut (`topP` 1), no min-p cut
+ * (`minP` 0) and no repetition penalty (`repetitionPenalty` 1). Consumers that fill a sampling
+ * default (rollout's samplers, generateTraces, the CLI) read it from here, so "omitted" means the
+ * same at every layer. `seed` has no default here: an omitted seed is the sampler's choice (the
+ * ONNX sampler draws a fresh one per call), so loops that must be reproducible pass their own.
+ */
+export const SAMPLE_REQUEST_DEFAULTS = Object.freeze({
+  temperature: 1,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repetitionPenalty: 1,
+} as const satisfies Required<
+  Pick<SampleRequest, 'temperature' | 'topP' | 'topK' | 'minP' | 'repetitionPenalty'>
+>);
 
 /** Keys of {@link ConfidenceStop}. */
 export const CONFIDENCE_STOP_KEYS = [

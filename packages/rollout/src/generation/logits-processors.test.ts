@@ -1,4 +1,4 @@
-import { createRng, InvalidArgumentError } from '@rlvr/core';
+import { createRng, InvalidArgumentError, SAMPLE_REQUEST_DEFAULTS } from '@rlvr/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -64,6 +64,17 @@ function expectMatchesReference(
     expect(actual.logprobs[index]).toBeCloseTo(expected.get(token)!, 12);
   });
 }
+
+describe('resolveLogitsOptions defaults', () => {
+  it("should fill every omitted field with core's SAMPLE_REQUEST_DEFAULTS", () => {
+    expect(resolveLogitsOptions({})).toEqual(SAMPLE_REQUEST_DEFAULTS);
+    expect(resolveLogitsOptions(undefined)).toEqual(SAMPLE_REQUEST_DEFAULTS);
+    expect(resolveLogitsOptions({ temperature: 0.5 })).toEqual({
+      ...SAMPLE_REQUEST_DEFAULTS,
+      temperature: 0.5,
+    });
+  });
+});
 
 describe('processLogits', () => {
   it('should compute hand-worked distributions', () => {

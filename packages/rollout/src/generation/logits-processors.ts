@@ -1,6 +1,7 @@
 import {
   InvalidArgumentError,
   rejectIneffective,
+  SAMPLE_REQUEST_DEFAULTS,
   validateFiniteArray,
   validateNumber,
   validateOptions,
@@ -33,8 +34,8 @@ export const LOGITS_OPTION_KEYS = [
 export type ResolvedLogitsOptions = Required<LogitsProcessorOptions>;
 
 /**
- * Checks sampling options and fills in defaults (temperature 1, topK 0, topP 1, minP 0,
- * repetitionPenalty 1).
+ * Checks sampling options and fills in defaults from core's `SAMPLE_REQUEST_DEFAULTS`
+ * (temperature 1, topK 0, topP 1, minP 0, repetitionPenalty 1).
  * @throws {InvalidArgumentError} `INVALID_ARGUMENT` naming the offending field; `UNKNOWN_OPTION`
  * for a key that is not an option; `INEFFECTIVE_OPTION` for top-k / top-p / min-p with
  * temperature 0 (greedy decoding ignores them).
@@ -52,23 +53,23 @@ export function resolveLogitsOptions(
   const field = (name: string) => ({ parameter: `${prefix}.${name}`, functionName });
   const temperature =
     raw.temperature === undefined
-      ? 1
+      ? SAMPLE_REQUEST_DEFAULTS.temperature
       : validateNumber(raw.temperature, { ...field('temperature'), min: 0 });
-  const topK = raw.topK === undefined ? 0 : raw.topK;
+  const topK = raw.topK === undefined ? SAMPLE_REQUEST_DEFAULTS.topK : raw.topK;
   if (typeof topK !== 'number' || !Number.isInteger(topK) || topK < 0) {
     throw new InvalidArgumentError({ ...field('topK'), value: topK, expected: 'an integer >= 0' });
   }
   const topP =
     raw.topP === undefined
-      ? 1
+      ? SAMPLE_REQUEST_DEFAULTS.topP
       : validateNumber(raw.topP, { ...field('topP'), min: 0, max: 1, exclusiveMin: true });
   const minP =
     raw.minP === undefined
-      ? 0
+      ? SAMPLE_REQUEST_DEFAULTS.minP
       : validateNumber(raw.minP, { ...field('minP'), min: 0, max: 1, exclusiveMax: true });
   const repetitionPenalty =
     raw.repetitionPenalty === undefined
-      ? 1
+      ? SAMPLE_REQUEST_DEFAULTS.repetitionPenalty
       : validateNumber(raw.repetitionPenalty, {
           ...field('repetitionPenalty'),
           min: 0,
