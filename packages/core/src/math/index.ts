@@ -25,7 +25,7 @@ export type {
   MismatchMetrics,
   MismatchMode,
 } from './mismatch.js';
-export { mismatchCorrection } from './mismatch.js';
+export { MISMATCH_DEFAULTS, mismatchCorrection } from './mismatch.js';
 export type { StdKind } from './numeric.js';
 export { entropyFromLogits, logSoftmax, logSumExp, softmax } from './numeric.js';
 export type { MajAtKOptions } from './pass-at-k.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mismatchCorrection } from './mismatch.js';
+import { MISMATCH_DEFAULTS, mismatchCorrection } from './mismatch.js';
 
 describe('mismatchCorrection', () => {
   const trainerLogprobs = [[-1.0, -2.0, -0.5], [-1.0]];
@@ -89,5 +89,21 @@ describe('mismatchCorrection', () => {
     expect(() =>
       mismatchCorrection({ trainerLogprobs, behaviourLogprobs, mode: 'x' as 'token-mask' }),
     ).toThrow(/'mode'/);
+  });
+});
+
+describe('MISMATCH_DEFAULTS', () => {
+  it('should be what mismatchCorrection applies when mode, cap and lowerThreshold are omitted', () => {
+    // ratios exp(0.1), exp(-1.5), exp(1.5) ≈ 1.11, 0.22, 4.48: the cap and mode change the weights
+    const input = {
+      trainerLogprobs: [[-1.0, -2.0, -0.5]],
+      behaviourLogprobs: [[-1.1, -0.5, -2.0]],
+    };
+    const omitted = mismatchCorrection(input);
+    expect(omitted).toEqual(mismatchCorrection({ ...input, ...MISMATCH_DEFAULTS }));
+    expect(omitted.weights).not.toEqual(mismatchCorrection({ ...input, cap: 2 }).weights);
+    expect(omitted.weights).not.toEqual(
+      mismatchCorrection({ ...input, mode: 'sequence-truncate' }).weights,
+    );
   });
 });

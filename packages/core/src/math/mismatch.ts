@@ -20,13 +20,24 @@ export type MismatchCorrectionInput = {
   behaviourLogprobs: readonly ArrayLike<number>[];
   /** Default all ones. */
   mask?: readonly ArrayLike<number>[];
-  /** Default `token-truncate`. */
+  /** Default `token-truncate` ({@link MISMATCH_DEFAULTS}). */
   mode?: MismatchMode;
   /** Upper bound C on the ratio (TRL default 3). */
   cap?: number;
   /** Mask modes only: ratios below this are masked too. Default 0 (no lower bound). */
   lowerThreshold?: number;
 };
+
+/**
+ * What {@link mismatchCorrection} uses for an omitted `mode` (`token-truncate`, TIS), `cap` (3,
+ * TRL's) and `lowerThreshold` (0, no lower bound). Layers that fill or show these settings (the
+ * trainer's option checks, `effectiveGrpoConfig`) read them from here.
+ */
+export const MISMATCH_DEFAULTS = Object.freeze({
+  mode: 'token-truncate',
+  cap: 3,
+  lowerThreshold: 0,
+} as const satisfies Required<Pick<MismatchCorrectionInput, 'mode' | 'cap' | 'lowerThreshold'>>);
 
 /** Metrics of the mismatch, over unmasked tokens of the input mask. */
 export type MismatchMetrics = {
@@ -100,12 +111,16 @@ export function mismatchCorrection(input: MismatchCorrectionInput): MismatchCorr
     input.mask === undefined
       ? trainer.map((row) => new Array<number>(row.length).fill(1))
       : validateRagged(input.mask, { parameter: 'mask', ...shape });
-  const mode = validateOneOf(input.mode ?? 'token-truncate', MODES, {
+  const mode = validateOneOf(input.mode ?? MISMATCH_DEFAULTS.mode, MODES, {
     parameter: 'mode',
     functionName: FN,
   });
-  const cap = validateNumber(input.cap ?? 3, { parameter: 'cap', functionName: FN, min: 1 });
-  const lowerThreshold = validateNumber(input.lowerThreshold ?? 0, {
+  const cap = validateNumber(input.cap ?? MISMATCH_DEFAULTS.cap, {
+    parameter: 'cap',
+    functionName: FN,
+    min: 1,
+  });
+  const lowerThreshold = validateNumber(input.lowerThreshold ?? MISMATCH_DEFAULTS.lowerThreshold, {
     parameter: 'lowerThreshold',
     functionName: FN,
     min: 0,
