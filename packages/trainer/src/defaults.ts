@@ -1,3 +1,5 @@
+import { MISMATCH_DEFAULTS } from '@rlvr/core';
+
 /**
  * The one set of defaults shared by {@link PolicyTrainer} and {@link GrpoTrainer}, TRL's where TRL
  * has one (its `GRPOConfig` name in brackets; the trainer README's "Defaults" table lists them with
@@ -16,6 +18,21 @@ export const TRAINER_DEFAULTS = Object.freeze({
   maxConsecutiveSkips: 3,
   /** ε_low of the clipped ratio [`epsilon` 0.2]; ε_high defaults to it [`epsilon_high`]. */
   epsilonLow: 0.2,
+  /** Importance ratio per token; `'sequence'` is GSPO [`importance_sampling_level` 'token']. */
+  ratioLevel: 'token',
+  /** Entropy bonus coefficient; 0 adds no entropy term. */
+  entropyCoefficient: 0,
+  /**
+   * Rollout↔trainer mismatch correction mode when `mismatch` is given without one
+   * [`vllm_importance_sampling_mode`]: core's `MISMATCH_DEFAULTS.mode` (`'token-truncate'`, TIS),
+   * which `mismatchCorrection` applies.
+   */
+  mismatchMode: MISMATCH_DEFAULTS.mode,
+  /**
+   * Sequences per forward/backward pass: every sequence of the batch in one pass (no gradient
+   * accumulation) unless `microBatchSize` is given.
+   */
+  microBatchSize: Number.MAX_SAFE_INTEGER,
   /** β: KL coefficient; 0 needs no reference model [`beta` 0.0]. */
   beta: 0,
   /** KL estimator used when β > 0 (TRL's is k3). */

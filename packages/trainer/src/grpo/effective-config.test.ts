@@ -1,4 +1,4 @@
-import { groupAdvantages, InvalidArgumentError } from '@rlvr/core';
+import { groupAdvantages, InvalidArgumentError, MISMATCH_DEFAULTS } from '@rlvr/core';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   ADAMW_DEFAULTS,
@@ -40,8 +40,8 @@ describe('effectiveGrpoConfig', () => {
       promptsPerStep: 4,
       seed: 0,
       shuffle: true,
-      ratioLevel: 'token',
-      entropyCoefficient: 0,
+      ratioLevel: TRAINER_DEFAULTS.ratioLevel,
+      entropyCoefficient: TRAINER_DEFAULTS.entropyCoefficient,
       advantageBaseline: 'mean',
       scaleRewards: 'group',
       rewardStd: 'sample',
@@ -90,12 +90,30 @@ describe('effectiveGrpoConfig', () => {
     expect(config).not.toHaveProperty('rewardStd');
   });
 
+  it('should fill a given mismatch with the mode and cap the correction applies', () => {
+    expect(effectiveGrpoConfig(minimal)).not.toHaveProperty('mismatch');
+    expect(effectiveGrpoConfig({ ...minimal, mismatch: {} }).mismatch).toEqual({
+      mode: TRAINER_DEFAULTS.mismatchMode,
+      cap: MISMATCH_DEFAULTS.cap,
+    });
+    expect(effectiveGrpoConfig({ ...minimal, mismatch: { mode: 'token-mask' } }).mismatch).toEqual({
+      mode: 'token-mask',
+      cap: MISMATCH_DEFAULTS.cap,
+      lowerThreshold: MISMATCH_DEFAULTS.lowerThreshold,
+    });
+    expect(effectiveGrpoConfig({ ...minimal, mismatch: { cap: 2 } }).mismatch).toEqual({
+      mode: TRAINER_DEFAULTS.mismatchMode,
+      cap: 2,
+    });
+  });
+
   it('should give a config that is valid as it stands and resolves to itself', () => {
     const configs: GrpoConfig[] = [
       minimal,
       { ...minimal, beta: 0.1, outputDir: 'run', schedule: { learningRate: 1e-3 } },
       { ...minimal, advantageBaseline: 'reinforce-plus-plus', onNonFinite: 'error' },
       { ...minimal, lossAggregation: 'seq-mean-token-sum-norm', dynamicSampling: { maxRounds: 2 } },
+      { ...minimal, mismatch: { mode: 'sequence-mask' } },
       {
         ...minimal,
         schedule: { learningRate: 1e-4, schedule: 'cosine', totalSteps: 20, warmupSteps: 2 },

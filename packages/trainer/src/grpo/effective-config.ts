@@ -1,3 +1,5 @@
+import { MISMATCH_DEFAULTS } from '@rlvr/core';
+import { TRAINER_DEFAULTS } from '../defaults.js';
 import type { AdamWOptions } from '../optim/adamw.js';
 import type { LearningRateSchedule } from '../optim/schedule.js';
 import { validateSchedule } from '../optim/schedule.js';
@@ -17,8 +19,10 @@ const FN = 'effectiveGrpoConfig';
  * `keepLast` and `logCompletionsEvery` with `outputDir`. Settings that are off unless given
  * (`topP`, `topK`, `minP`, `repetitionPenalty`, `stop`, `delta`, `dualClip`, `mismatch`,
  * `overlong`, `miniBatchSize`, `microBatchSize`, `outputDir`, `progress`) are present only when
- * given. `schedule` and `optimizer` are complete ({@link SCHEDULE_DEFAULTS}, {@link ADAMW_DEFAULTS}
- * for the fields not given).
+ * given (`microBatchSize` not given: {@link TRAINER_DEFAULTS}`.microBatchSize`, the whole batch in
+ * one pass). `schedule` and `optimizer` are complete ({@link SCHEDULE_DEFAULTS}, {@link ADAMW_DEFAULTS}
+ * for the fields not given); a given `mismatch` has its `mode` ({@link TRAINER_DEFAULTS}`.mismatchMode`)
+ * and `cap` filled in, and `lowerThreshold` in the mask modes (core's `MISMATCH_DEFAULTS`).
  */
 export type EffectiveGrpoConfig = GrpoConfig &
   Required<
@@ -97,6 +101,7 @@ export function effectiveGrpoConfig(config: GrpoConfig): EffectiveGrpoConfig {
   if (resolved.beta === 0) delete effective.klEstimator;
   if (resolved.onNonFinite === 'error') delete effective.maxConsecutiveSkips;
   if (loss.normalizer !== undefined) effective.normalizer = loss.normalizer;
+  if (resolved.mismatch !== undefined) effective.mismatch = effectiveMismatch(resolved.mismatch);
   if (scaleRewards === 'none' && resolved.multiReward !== 'normalize_then_sum') {
     delete effective.rewardStd;
   }
@@ -106,4 +111,16 @@ export function effectiveGrpoConfig(config: GrpoConfig): EffectiveGrpoConfig {
     delete effective.logCompletionsEvery;
   }
   return effective;
+}
+
+/** A given `mismatch` with the defaults the correction applies (lowerThreshold: mask modes only). */
+function effectiveMismatch(
+  mismatch: NonNullable<GrpoConfig['mismatch']>,
+): NonNullable<GrpoConfig['mismatch']> {
+  const mode = mismatch.mode ?? TRAINER_DEFAULTS.mismatchMode;
+  const filled = { ...mismatch, mode, cap: mismatch.cap ?? MISMATCH_DEFAULTS.cap };
+  if (mode.endsWith('-mask')) {
+    filled.lowerThreshold = mismatch.lowerThreshold ?? MISMATCH_DEFAULTS.lowerThreshold;
+  }
+  return filled;
 }

@@ -1,4 +1,4 @@
-import { ErrorCode, InvalidArgumentError, policyLoss } from '@rlvr/core';
+import { ErrorCode, InvalidArgumentError, MISMATCH_DEFAULTS, policyLoss } from '@rlvr/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
 import { ADAMW_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from '../defaults.js';
@@ -164,6 +164,10 @@ describe('PolicyTrainer options', () => {
       groupSize: 8,
       numIterations: 1,
       weightDecay: 0,
+      ratioLevel: 'token',
+      entropyCoefficient: 0,
+      mismatchMode: 'token-truncate',
+      microBatchSize: Number.MAX_SAFE_INTEGER,
     });
     const trainer = await makeTrainer();
     expect(trainer.learningRate).toBe(1e-6);
@@ -189,6 +193,23 @@ describe('PolicyTrainer options', () => {
     expect(steps[0]!.loss).toBeCloseTo(tokenMean.loss, 6);
     trainer.dispose();
     trainer.model.dispose();
+  });
+
+  it('should fill ratioLevel, entropyCoefficient, microBatchSize and the mismatch mode from TRAINER_DEFAULTS', () => {
+    const resolved = resolveTrainerOptions({}, 'test');
+    expect(resolved.grpo.ratioLevel).toBe(TRAINER_DEFAULTS.ratioLevel);
+    expect(resolved.grpo.entropyCoefficient).toBe(TRAINER_DEFAULTS.entropyCoefficient);
+    expect(resolved.microBatchSize).toBe(TRAINER_DEFAULTS.microBatchSize);
+    // the mode the trainer assumes is the one core's mismatchCorrection applies
+    expect(TRAINER_DEFAULTS.mismatchMode).toBe(MISMATCH_DEFAULTS.mode);
+    expect(() =>
+      resolveTrainerOptions({ grpo: { mismatch: { lowerThreshold: 0.5 } } }, 'test'),
+    ).toThrow(
+      expect.objectContaining({
+        code: ErrorCode.INEFFECTIVE_OPTION,
+        message: expect.stringContaining(`mode is '${TRAINER_DEFAULTS.mismatchMode}'`),
+      }),
+    );
   });
 
   it('should fill optimizer and schedule from ADAMW_DEFAULTS and SCHEDULE_DEFAULTS (PyTorch/HF values)', () => {

@@ -154,7 +154,7 @@ export function resolveTrainerOptions(
     functionName,
     min: 0,
   });
-  const microBatchSize = validateInteger(opts.microBatchSize ?? Number.MAX_SAFE_INTEGER, {
+  const microBatchSize = validateInteger(opts.microBatchSize ?? TRAINER_DEFAULTS.microBatchSize, {
     parameter: 'options.microBatchSize',
     functionName,
     min: 1,
@@ -251,12 +251,12 @@ function resolveGrpoLoss(value: unknown, functionName: string): ResolvedGrpoLoss
       'options.grpo.temperature',
       functionName,
     ),
-    ratioLevel: raw.ratioLevel ?? 'token',
+    ratioLevel: raw.ratioLevel ?? TRAINER_DEFAULTS.ratioLevel,
     epsilonLow,
     epsilonHigh: raw.epsilonHigh ?? epsilonLow,
     beta: raw.beta ?? TRAINER_DEFAULTS.beta,
     klEstimator: raw.klEstimator ?? TRAINER_DEFAULTS.klEstimator,
-    entropyCoefficient: raw.entropyCoefficient ?? 0,
+    entropyCoefficient: raw.entropyCoefficient ?? TRAINER_DEFAULTS.entropyCoefficient,
     lossAggregation: raw.lossAggregation ?? TRAINER_DEFAULTS.lossAggregation,
   };
   if (raw.mismatch !== undefined) {
@@ -335,7 +335,7 @@ function rejectIneffectiveLoss(
       functionName,
     });
   }
-  const mode = grpo.mismatch?.mode ?? 'token-truncate';
+  const mode = grpo.mismatch?.mode ?? TRAINER_DEFAULTS.mismatchMode;
   if (grpo.mismatch?.lowerThreshold !== undefined && !mode.endsWith('-mask')) {
     rejectIneffective({
       parameter: 'options.grpo.mismatch.lowerThreshold',
