@@ -17,6 +17,7 @@ export {
 } from './losses/divergences.js';
 export type { LossAndGradient } from './losses/gradients.js';
 export { distillationLossAndGradient } from './losses/gradients.js';
+export { DISTILL_LOSS_DEFAULTS } from './losses/loss-defaults.js';
 export type { GenerateTracesResult } from './traces/generate-traces.js';
 export { generateTraces } from './traces/generate-traces.js';
 export type {

@@ -1,9 +1,13 @@
-import { fingerprint, InvalidArgumentError } from '@rlvr/core';
+import { fingerprint, InvalidArgumentError, SAMPLE_REQUEST_DEFAULTS } from '@rlvr/core';
 import { MockSampler } from '@rlvr/core/test';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
+  DISTILL_LOSS_DEFAULTS,
+  DISTILL_STUDENT_DEFAULTS,
   DISTILL_STUDENT_OPTION_KEYS,
   type DistillStudentOptions,
+  distillationLoss,
+  distillationLossAndGradient,
   FILTER_TRACES_DEFAULTS,
   FILTER_TRACES_OPTION_KEYS,
   type FilterTracesOptions,
@@ -14,7 +18,7 @@ import {
   type TraceRecord,
 } from './index.js';
 import { validateGenerateOptions } from './traces/generate-traces-options.js';
-import { validateDistillOptions } from './train/distill-options.js';
+import { distillSettings, validateDistillOptions } from './train/distill-options.js';
 
 /** The keys a validator lists when it rejects a key with no close match. */
 function keysAccepted(validate: (options: never) => unknown): string[] {
@@ -83,6 +87,86 @@ describe('defaults', () => {
       outPath: 'traces.jsonl',
     });
     expect(fingerprint(explicit.settings)).toBe(fingerprint(validated.settings));
+  });
+
+  it("should take the sampling temperatures from core's SampleRequest default", () => {
+    expect(GENERATE_TRACES_DEFAULTS.sampling.temperature).toBe(SAMPLE_REQUEST_DEFAULTS.temperature);
+    expect(DISTILL_STUDENT_DEFAULTS.onPolicy.temperature).toBe(SAMPLE_REQUEST_DEFAULTS.temperature);
+  });
+
+  it('should be what distillStudent applies and records for an omitted loss or on-policy setting', () => {
+    // validateDistillOptions checks only the trainer's shape and never calls it
+    const trainer = { sftStep: () => undefined, logitsStep: () => undefined } as never;
+    const trace: TraceRecord = {
+      promptId: 'p',
+      prompt: 'q',
+      sampleIndex: 0,
+      completion: 'a',
+      tokenIds: [1],
+      finishReason: 'stop',
+      reward: 1,
+      accepted: true,
+    };
+    const base = { trainer, traces: [trace], epochs: 1, batchSize: 1 };
+    const sampler = new MockSampler({ script: [] });
+    for (const divergence of ['jsd', 'forward-kl'] as const) {
+      const omitted = validateDistillOptions({
+        ...base,
+        loss: { type: 'logits', divergence, teacher: async () => [] },
+        onPolicy: { fraction: 0.5, sampler, maxNewTokens: 4 },
+      });
+      const explicit = validateDistillOptions({
+        ...base,
+        loss: {
+          type: 'logits',
+          divergence,
+          teacher: async () => [],
+          temperature: DISTILL_LOSS_DEFAULTS.temperature,
+          sftWeight: DISTILL_LOSS_DEFAULTS.sftWeight,
+          ...(divergence === 'jsd' ? { beta: DISTILL_LOSS_DEFAULTS.beta } : {}),
+        },
+        onPolicy: {
+          fraction: 0.5,
+          sampler,
+          maxNewTokens: 4,
+          temperature: DISTILL_STUDENT_DEFAULTS.onPolicy.temperature,
+        },
+      });
+      const settings = distillSettings(omitted);
+      expect(settings.loss).toMatchObject({
+        beta: divergence === 'jsd' ? DISTILL_LOSS_DEFAULTS.beta : null,
+        temperature: DISTILL_LOSS_DEFAULTS.temperature,
+        sftWeight: DISTILL_LOSS_DEFAULTS.sftWeight,
+      });
+      expect(settings.onPolicy).toMatchObject({
+        temperature: DISTILL_STUDENT_DEFAULTS.onPolicy.temperature,
+      });
+      // omitted and given are the same run (a checkpoint of one resumes the other)
+      expect(fingerprint(settings)).toBe(fingerprint(distillSettings(explicit)));
+    }
+  });
+
+  it('should be what the distillation losses apply when beta and temperature are omitted', () => {
+    const teacher = [2, 0.5, -1, 0];
+    const studentLogits = [0.3, 1.2, -0.4, 0.1];
+    const given = {
+      beta: DISTILL_LOSS_DEFAULTS.beta,
+      temperature: DISTILL_LOSS_DEFAULTS.temperature,
+    };
+    const other = { beta: 0.25, temperature: 2 };
+    const full = (extra: object) =>
+      distillationLoss({
+        teacher: [teacher],
+        studentLogits: [studentLogits],
+        divergence: 'jsd',
+        ...extra,
+      });
+    const withGradient = (extra: object) =>
+      distillationLossAndGradient({ teacher, studentLogits, divergence: 'jsd', ...extra });
+    expect(full({})).toEqual(full(given));
+    expect(full({})).not.toEqual(full(other));
+    expect(withGradient({})).toEqual(withGradient(given));
+    expect(withGradient({}).loss).not.toBe(withGradient(other).loss);
   });
 
   it('should be what filterTraces applies when a setting is not given', () => {

@@ -6,6 +6,7 @@ import {
   validateInteger,
   validateNumber,
 } from '@rlvr/core';
+import { DISTILL_LOSS_DEFAULTS } from './loss-defaults.js';
 
 /**
  * KL(P‖Q) = Σ p_i (log p_i − log q_i) from log-probabilities, in float64. Terms with p_i = 0
@@ -177,13 +178,13 @@ export function distillationLoss(input: {
   temperature?: number;
 }): number[] {
   const FN = 'distillationLoss';
-  const beta = validateNumber(input.beta ?? 0.5, {
+  const beta = validateNumber(input.beta ?? DISTILL_LOSS_DEFAULTS.beta, {
     parameter: 'beta',
     functionName: FN,
     min: 0,
     max: 1,
   });
-  const temperature = validateNumber(input.temperature ?? 1, {
+  const temperature = validateNumber(input.temperature ?? DISTILL_LOSS_DEFAULTS.temperature, {
     parameter: 'temperature',
     functionName: FN,
     min: 0,

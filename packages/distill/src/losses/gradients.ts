@@ -5,6 +5,7 @@ import {
   type TopKLogprobs,
   topKBuckets,
 } from './divergences.js';
+import { DISTILL_LOSS_DEFAULTS } from './loss-defaults.js';
 
 /** Loss and d loss / d student logits for one position. */
 export type LossAndGradient = { loss: number; dLogits: Float64Array };
@@ -69,8 +70,8 @@ export function distillationLossAndGradient(input: {
   beta?: number;
   temperature?: number;
 }): LossAndGradient {
-  const beta = input.beta ?? 0.5;
-  const temperature = input.temperature ?? 1;
+  const beta = input.beta ?? DISTILL_LOSS_DEFAULTS.beta;
+  const temperature = input.temperature ?? DISTILL_LOSS_DEFAULTS.temperature;
   const scaled = Array.from(input.studentLogits, (value) => value / temperature);
   const studentLogprobs = logSoftmax(scaled);
   const vocab = studentLogprobs.length;

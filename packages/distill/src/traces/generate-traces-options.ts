@@ -4,6 +4,7 @@ import {
   type NamedTensor,
   type RewardFunction,
   rejectIneffective,
+  SAMPLE_REQUEST_DEFAULTS,
   SAMPLE_REQUEST_KEYS,
   type SampleRequest,
   type Sampler,
@@ -105,7 +106,7 @@ export const GENERATE_TRACES_OPTION_KEYS = [
 ] as const satisfies readonly (keyof GenerateTracesOptions)[];
 /**
  * The defaults of `generateTraces`' optional settings (`k` and `sampling.maxNewTokens` have none).
- * `sampling.seed` is the base seed; `sampling.temperature` is core's `SampleRequest` default (1),
+ * `sampling.seed` is the base seed; `sampling.temperature` is core's `SAMPLE_REQUEST_DEFAULTS.temperature` (1),
  * sent to the sampler and recorded in the traces file's fingerprint, so leaving it out and giving
  * 1 are the same run. Layers that show or pass these settings (the CLI's `--print-config`) use
  * them instead of copies.
@@ -116,7 +117,7 @@ export const GENERATE_TRACES_DEFAULTS = Object.freeze({
   resume: true,
   overwrite: false,
   keepLogprobs: false,
-  sampling: Object.freeze({ temperature: 1, seed: 0 }),
+  sampling: Object.freeze({ temperature: SAMPLE_REQUEST_DEFAULTS.temperature, seed: 0 }),
 } as const);
 // core's request keys, less the ones this function sets itself (prompts, n) or does not offer
 const SAMPLING_KNOWN: readonly string[] = SAMPLE_REQUEST_KEYS.filter(

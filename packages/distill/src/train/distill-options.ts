@@ -3,6 +3,7 @@ import {
   fingerprint,
   InvalidArgumentError,
   rejectIneffective,
+  SAMPLE_REQUEST_DEFAULTS,
   type Sampler,
   validateInteger,
   validateNumber,
@@ -11,6 +12,7 @@ import {
 } from '@rlvr/core';
 import type { PolicyTrainer } from '@rlvr/trainer';
 import type { DistillDivergence } from '../losses/divergences.js';
+import { DISTILL_LOSS_DEFAULTS } from '../losses/loss-defaults.js';
 import type { TraceRecord } from '../traces/trace-record.js';
 import type { TeacherLogits } from './teacher.js';
 
@@ -143,10 +145,15 @@ export const DISTILL_STUDENT_OPTION_KEYS = [
 ] as const satisfies readonly (keyof DistillStudentOptions)[];
 /**
  * The defaults of `distillStudent`'s optional settings that a config may give (`epochs` and
- * `batchSize` have none). Layers that show or pass these settings (the CLI's `--print-config`)
- * use them instead of copies.
+ * `batchSize` have none; the loss's are {@link DISTILL_LOSS_DEFAULTS}). `onPolicy.temperature` is
+ * core's `SampleRequest` default (`SAMPLE_REQUEST_DEFAULTS.temperature`). Layers that show or pass
+ * these settings (the CLI's `--print-config`) use them instead of copies.
  */
-export const DISTILL_STUDENT_DEFAULTS = Object.freeze({ seed: 0, pack: false } as const);
+export const DISTILL_STUDENT_DEFAULTS = Object.freeze({
+  seed: 0,
+  pack: false,
+  onPolicy: Object.freeze({ temperature: SAMPLE_REQUEST_DEFAULTS.temperature }),
+} as const);
 const LOGITS_ONLY = ['divergence', 'beta', 'temperature', 'teacher', 'sftWeight'] as const;
 
 /** Validated options of {@link distillStudent}. @internal */
@@ -258,6 +265,20 @@ export function validateDistillOptions(options: DistillStudentOptions): Validate
   };
 }
 
+/**
+ * A logit loss's `beta`, `temperature` and `sftWeight` with {@link DISTILL_LOSS_DEFAULTS} filled
+ * in: what the loss applies and what the checkpoint fingerprint records. @internal
+ */
+export function logitsLossValues(
+  loss: Pick<Extract<DistillLoss, { type: 'logits' }>, 'beta' | 'temperature' | 'sftWeight'>,
+): { beta: number; temperature: number; sftWeight: number } {
+  return {
+    beta: loss.beta ?? DISTILL_LOSS_DEFAULTS.beta,
+    temperature: loss.temperature ?? DISTILL_LOSS_DEFAULTS.temperature,
+    sftWeight: loss.sftWeight ?? DISTILL_LOSS_DEFAULTS.sftWeight,
+  };
+}
+
 /** What a distillation checkpoint must match to be resumed (everything that changes the math). @internal */
 export function distillSettings(options: ValidatedDistill): Record<string, unknown> {
   const { loss, onPolicy } = options;
@@ -268,9 +289,8 @@ export function distillSettings(options: ValidatedDistill): Record<string, unkno
         : {
             type: 'logits',
             divergence: loss.divergence,
-            beta: loss.divergence === 'jsd' ? (loss.beta ?? 0.5) : null,
-            temperature: loss.temperature ?? 1,
-            sftWeight: loss.sftWeight ?? 0,
+            ...logitsLossValues(loss),
+            beta: loss.divergence === 'jsd' ? logitsLossValues(loss).beta : null,
             teacher: loss.teacher ? 'function' : 'cached-top-k',
           },
     batchSize: options.batchSize,
@@ -280,7 +300,7 @@ export function distillSettings(options: ValidatedDistill): Record<string, unkno
       ? {
           fraction: onPolicy.fraction,
           maxNewTokens: onPolicy.maxNewTokens,
-          temperature: onPolicy.temperature ?? 1,
+          temperature: onPolicy.temperature ?? DISTILL_STUDENT_DEFAULTS.onPolicy.temperature,
         }
       : null,
     traces: fingerprint(
@@ -458,19 +478,19 @@ function readLoss(value: unknown): DistillLoss {
       functionName: FN,
     });
   }
-  validateNumber(loss.beta ?? 0.5, {
+  validateNumber(loss.beta ?? DISTILL_LOSS_DEFAULTS.beta, {
     parameter: 'options.loss.beta',
     functionName: FN,
     min: 0,
     max: 1,
   });
-  validateNumber(loss.temperature ?? 1, {
+  validateNumber(loss.temperature ?? DISTILL_LOSS_DEFAULTS.temperature, {
     parameter: 'options.loss.temperature',
     functionName: FN,
     min: 0,
     exclusiveMin: true,
   });
-  validateNumber(loss.sftWeight ?? 0, {
+  validateNumber(loss.sftWeight ?? DISTILL_LOSS_DEFAULTS.sftWeight, {
     parameter: 'options.loss.sftWeight',
     functionName: FN,
     min: 0,

@@ -20,6 +20,7 @@ import { filterTraces } from '../filter/filter-traces.js';
 import { generateTraces } from '../traces/generate-traces.js';
 import { readTraces } from '../traces/trace-file.js';
 import { loadDistillCheckpoint } from './distill-checkpoint.js';
+import { DISTILL_STUDENT_DEFAULTS } from './distill-options.js';
 import { distillStudent } from './distill-student.js';
 import { assertSharedTokenizer } from './shared-tokenizer.js';
 import { annotateTopK, teacherFromModel } from './teacher.js';
@@ -194,11 +195,13 @@ describe('distillStudent (end to end: real teacher, ONNX sampling, verified trac
       workers: 0,
     });
     const calls = { sample: 0, update: 0 };
+    const temperatures = new Set<number | undefined>();
     const sampler = {
       specificationVersion: 'v1' as const,
       modelId: 'student',
       sample: (...args: Parameters<typeof studentSampler.sample>) => {
         calls.sample++;
+        temperatures.add(args[0].temperature);
         return studentSampler.sample(...args);
       },
       updateWeights: (...args: Parameters<typeof studentSampler.updateWeights>) => {
@@ -224,6 +227,8 @@ describe('distillStudent (end to end: real teacher, ONNX sampling, verified trac
     expect(onPolicySteps).toBeLessThan(history.length);
     expect(calls.sample).toBe(onPolicySteps);
     expect(calls.update).toBe(onPolicySteps); // fresh student weights before every on-policy batch
+    // onPolicy.temperature omitted: the documented default is what the sampler is asked for
+    expect([...temperatures]).toEqual([DISTILL_STUDENT_DEFAULTS.onPolicy.temperature]);
     await studentSampler.close();
     trainer.dispose();
     student.dispose();

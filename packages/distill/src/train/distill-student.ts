@@ -21,6 +21,7 @@ import {
   saveDistillCheckpoint,
 } from './distill-checkpoint.js';
 import {
+  DISTILL_STUDENT_DEFAULTS,
   type DistillLoss,
   type DistillPosition,
   type DistillStepRecord,
@@ -28,6 +29,7 @@ import {
   type DistillStudentResult,
   distillSettings,
   FN,
+  logitsLossValues,
   type ValidatedDistill,
   validateDistillOptions,
 } from './distill-options.js';
@@ -289,9 +291,7 @@ async function logitsLoss(
   const teacherRows: (Float32Array[] | TopKLogprobs[])[] = loss.teacher
     ? await loss.teacher(sequences)
     : traces!.map((trace) => trace.topLogprobs!);
-  const beta = loss.beta ?? 0.5;
-  const temperature = loss.temperature ?? 1;
-  const sftWeight = loss.sftWeight ?? 0;
+  const { beta, temperature, sftWeight } = logitsLossValues(loss);
   return (rows: readonly LogitsRow[], context: { totalTokens: number }) => {
     let total = 0;
     const dLogits = rows.map((row) => {
@@ -345,7 +345,7 @@ async function studentSamples(
       prompts: sequences.map((sequence) => [...sequence.promptIds]),
       n: 1,
       maxNewTokens: onPolicy.maxNewTokens,
-      temperature: onPolicy.temperature ?? 1,
+      temperature: onPolicy.temperature ?? DISTILL_STUDENT_DEFAULTS.onPolicy.temperature,
       seed,
     },
     signal ? { signal } : undefined,
