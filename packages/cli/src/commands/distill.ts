@@ -7,6 +7,7 @@ import {
   type WeightedReward,
 } from '@rlvr/core';
 import {
+  DISTILL_LOSS_DEFAULTS,
   type DistillLoss,
   FILTER_TRACES_DEFAULTS,
   FILTER_TRACES_OPTION_KEYS,
@@ -21,7 +22,7 @@ import {
 } from '@rlvr/distill';
 import type { Checkpoint } from '@rlvr/model';
 import { createLlamaModel } from '@rlvr/trainer';
-import type { ConfigSpec } from '../config/load-config.js';
+import type { ConfigSpec, ResolvedConfig } from '../config/load-config.js';
 import { omitKeys } from '../config/option-keys.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
@@ -121,6 +122,22 @@ const spec: ConfigSpec = {
   required: ['teacher', 'student', 'dataset', 'rewards', 'outputDir'],
 };
 
+/**
+ * The distill config as the run uses it (`--print-config`): a `{ type: logits }` loss shows
+ * @rlvr/distill's `DISTILL_LOSS_DEFAULTS` for the fields not given (`beta` with `jsd` only, the
+ * one divergence it interpolates); every other value is already filled by the spec's defaults.
+ */
+export function effectiveDistillConfig(config: ResolvedConfig): Record<string, unknown> {
+  const values = config.values;
+  const loss = values.loss as Record<string, unknown> | undefined;
+  if (loss?.type !== 'logits') return values;
+  const { beta, temperature, sftWeight } = DISTILL_LOSS_DEFAULTS;
+  return {
+    ...values,
+    loss: { ...(loss.divergence === 'jsd' ? { beta } : {}), temperature, sftWeight, ...loss },
+  };
+}
+
 /** The weighted sum of the rewards (null only when every reward is null), as one verifier. */
 function combined(rewards: readonly WeightedReward[]): RewardFunction {
   return async (input) => {
@@ -143,6 +160,7 @@ export const distillCommand: Command = {
   usage: '--config distill.yaml [--set key=value]... [--report-to …] [--resume | --overwrite]',
   trains: true,
   spec,
+  effectiveConfig: effectiveDistillConfig,
   details: `Config keys: teacher and student (model folders sharing a tokenizer), dataset (prompts and
 answers), rewards (the verifier: a trace is accepted when its weighted reward ≥
 traces.acceptThreshold), outputDir, traces (generateTraces: k, sampling { maxNewTokens,
@@ -155,7 +173,8 @@ go to outputDir/traces.jsonl (resumed when the teacher and settings are the same
 teacher's file is refused without --overwrite).
 Defaults: traces.k ${CLI_TRACES_DEFAULTS.k}, epochs ${STUDENT_LOOP_DEFAULTS.epochs}, batchSize ${STUDENT_LOOP_DEFAULTS.batchSize} are the CLI's (the packages require them);
 every other default is the package's (filter: every accepted trace, no maxPerPrompt cap;
-traces.sampling.temperature ${GENERATE_TRACES_DEFAULTS.sampling.temperature}); --print-config shows them.`,
+traces.sampling.temperature ${GENERATE_TRACES_DEFAULTS.sampling.temperature}; a logits loss: beta ${DISTILL_LOSS_DEFAULTS.beta} (jsd only), temperature ${DISTILL_LOSS_DEFAULTS.temperature},
+sftWeight ${DISTILL_LOSS_DEFAULTS.sftWeight}); --print-config shows them.`,
   example: `rlvr distill --config distill.yaml --set traces.k=8
 # distill.yaml
 teacher: runs/grpo

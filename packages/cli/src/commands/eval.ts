@@ -13,7 +13,15 @@ import { ConfigError } from '../errors/config-error.js';
 import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command } from './command.js';
-import { checkOutput, openOutput, SAMPLING_KEYS, sampleAll, samplingOf } from './sampling.js';
+import {
+  checkOutput,
+  openOutput,
+  SAMPLING_COMMAND_DEFAULTS,
+  SAMPLING_DEFAULTS_HELP,
+  SAMPLING_KEYS,
+  sampleAll,
+  samplingOf,
+} from './sampling.js';
 
 /** Files `rlvr eval` writes into `outputDir`. */
 export const EVAL_FILES = { results: 'eval-results.json', samples: 'eval-samples.jsonl' } as const;
@@ -32,7 +40,7 @@ const spec: ConfigSpec = {
     ...SAMPLING_KEYS,
   ],
   nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
-  defaults: { n: 4, threshold: 1, batchSize: 8, temperature: 1, seed: 0 },
+  defaults: { ...SAMPLING_COMMAND_DEFAULTS, threshold: 1 },
   required: ['model', 'dataset', 'rewards', 'maxNewTokens'],
 };
 
@@ -106,7 +114,8 @@ export const evalCommand: Command = {
 1, 2, 4, … n), threshold (a sample is correct when its weighted reward ≥ threshold; default 1),
 batchSize, outputDir (writes eval-results.json and eval-samples.jsonl there), sampler, and the
 SampleRequest keys maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed.
-maj@k votes over the extracted final answers (@rlvr/voting) against the answer column.`,
+maj@k votes over the extracted final answers (@rlvr/voting) against the answer column.
+${SAMPLING_DEFAULTS_HELP}`,
   example: `rlvr eval --config eval.yaml --set model=grpo-run --set n=8
 # eval.yaml
 model: grpo-run

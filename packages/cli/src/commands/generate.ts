@@ -4,12 +4,20 @@ import { DATASET_KEYS, loadDataset } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
 import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
 import type { Command } from './command.js';
-import { checkOutput, openOutput, SAMPLING_KEYS, sampleAll, samplingOf } from './sampling.js';
+import {
+  checkOutput,
+  openOutput,
+  SAMPLING_COMMAND_DEFAULTS,
+  SAMPLING_DEFAULTS_HELP,
+  SAMPLING_KEYS,
+  sampleAll,
+  samplingOf,
+} from './sampling.js';
 
 const spec: ConfigSpec = {
   known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
   nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
-  defaults: { n: 4, batchSize: 8, temperature: 1, seed: 0 },
+  defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'out', 'maxNewTokens'],
 };
 
@@ -22,7 +30,8 @@ export const generateCommand: Command = {
 batchSize (prompts per sampler call), sampler (@rlvr/rollout options) and the SampleRequest keys
 maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed. Each output line:
 {"id", "prompt", "answer"?, "completions": [{"text", "finishReason", "tokens"}]}. The output
-feeds rlvr vote (samples) or your own analysis.`,
+feeds rlvr vote (samples) or your own analysis.
+${SAMPLING_DEFAULTS_HELP}`,
   example: `rlvr generate --set model=grpo-run --set dataset=data/test.jsonl --set out=samples.jsonl \\
   --set n=8 --set maxNewTokens=32 --set temperature=0.7`,
   async run(context) {

@@ -1,7 +1,9 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SAMPLE_REQUEST_DEFAULTS } from '@rlvr/core';
 import {
+  DISTILL_LOSS_DEFAULTS,
   DISTILL_STUDENT_DEFAULTS,
   FILTER_TRACES_DEFAULTS,
   GENERATE_TRACES_DEFAULTS,
@@ -18,6 +20,7 @@ import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { runCli } from '../run-cli.js';
 import { CLI_TRACES_DEFAULTS } from './distill.js';
+import { CLI_SAMPLING_DEFAULTS } from './sampling.js';
 import { STUDENT_DEFAULTS, STUDENT_LOOP_DEFAULTS, trainerOptions } from './train-student.js';
 
 async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -174,5 +177,57 @@ describe('rlvr sft / distill --print-config', () => {
     expect(readme).toContain(
       `\`traces.sampling.temperature\` is ${GENERATE_TRACES_DEFAULTS.sampling.temperature}`,
     );
+  });
+});
+
+describe('rlvr distill --print-config with a logits loss', () => {
+  it("should show @rlvr/distill's loss defaults for what the loss does not give", async () => {
+    const shown = async (loss: string) =>
+      YAML.parse((await cli('distill', '--print-config', '--set', `loss=${loss}`)).stdout) as {
+        loss: Record<string, unknown>;
+      };
+    expect((await shown('{type: logits, divergence: jsd}')).loss).toEqual({
+      type: 'logits',
+      divergence: 'jsd',
+      beta: DISTILL_LOSS_DEFAULTS.beta,
+      temperature: DISTILL_LOSS_DEFAULTS.temperature,
+      sftWeight: DISTILL_LOSS_DEFAULTS.sftWeight,
+    });
+    expect((await shown('{type: logits, divergence: forward-kl, temperature: 2}')).loss).toEqual({
+      type: 'logits',
+      divergence: 'forward-kl',
+      temperature: 2,
+      sftWeight: DISTILL_LOSS_DEFAULTS.sftWeight,
+    });
+    expect((await shown('{type: sft}')).loss).toEqual({ type: 'sft' });
+  });
+});
+
+describe('rlvr generate / eval defaults', () => {
+  it("should show the CLI's n, batchSize, seed and core's temperature in --print-config and --help", async () => {
+    for (const command of ['generate', 'eval']) {
+      const printed = YAML.parse((await cli(command, '--print-config')).stdout) as Record<
+        string,
+        unknown
+      >;
+      expect(printed).toMatchObject({
+        ...CLI_SAMPLING_DEFAULTS,
+        temperature: SAMPLE_REQUEST_DEFAULTS.temperature,
+      });
+      const help = (await cli(command, '--help')).stdout.replace(/\s+/g, ' ');
+      expect(help).toContain(
+        `Defaults: n ${CLI_SAMPLING_DEFAULTS.n}, batchSize ${CLI_SAMPLING_DEFAULTS.batchSize}, seed ${CLI_SAMPLING_DEFAULTS.seed} are the CLI's; temperature ${SAMPLE_REQUEST_DEFAULTS.temperature} is core's`,
+      );
+    }
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(
+      /\s+/g,
+      ' ',
+    );
+    expect(readme).toContain(`\`n\` ${CLI_SAMPLING_DEFAULTS.n} completions per prompt`);
+    expect(readme).toContain(
+      `\`batchSize\` ${CLI_SAMPLING_DEFAULTS.batchSize} prompts per sampler`,
+    );
+    expect(readme).toContain(`base \`seed\` ${CLI_SAMPLING_DEFAULTS.seed}`);
+    expect(readme).toContain(`\`temperature\` is ${SAMPLE_REQUEST_DEFAULTS.temperature}, core's`);
   });
 });

@@ -1,7 +1,12 @@
 import { existsSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type Completion, OverwriteRefusedError, SAMPLE_REQUEST_KEYS } from '@rlvr/core';
+import {
+  type Completion,
+  OverwriteRefusedError,
+  SAMPLE_REQUEST_DEFAULTS,
+  SAMPLE_REQUEST_KEYS,
+} from '@rlvr/core';
 import type { OnnxSampler } from '@rlvr/rollout';
 import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
@@ -21,6 +26,29 @@ export const SAMPLING_KEYS_NOT_IN_CONFIG = [
 ] as const;
 /** SampleRequest keys a `generate` / `eval` config may set (@rlvr/core's `SAMPLE_REQUEST_KEYS`). */
 export const SAMPLING_KEYS = omitKeys(SAMPLE_REQUEST_KEYS, SAMPLING_KEYS_NOT_IN_CONFIG);
+
+/**
+ * The CLI's own defaults of `generate` and `eval`, defined once and shown by `--help`, the README
+ * and `--print-config`: `n` (completions per prompt) 4 and `batchSize` (prompts per sampler call)
+ * 8, which a sampler call needs and has no default for, and the base `seed` 0 (batch b samples
+ * with seed `seed + b`): core's `SampleRequest` has no seed default (the ONNX sampler would draw a
+ * fresh one per call), and the CLI's outputs must repeat.
+ */
+export const CLI_SAMPLING_DEFAULTS = Object.freeze({ n: 4, batchSize: 8, seed: 0 } as const);
+
+/**
+ * The defaults a `generate` / `eval` config starts from: {@link CLI_SAMPLING_DEFAULTS} and core's
+ * `SAMPLE_REQUEST_DEFAULTS.temperature` (shown, not a CLI value); the other sampling fields are
+ * left to the sampler (core's defaults: no top-k / top-p / min-p cut, no repetition penalty).
+ */
+export const SAMPLING_COMMAND_DEFAULTS = Object.freeze({
+  ...CLI_SAMPLING_DEFAULTS,
+  temperature: SAMPLE_REQUEST_DEFAULTS.temperature,
+} as const);
+
+/** The defaults line of `generate` / `eval` `--help`. */
+export const SAMPLING_DEFAULTS_HELP = `Defaults: n ${CLI_SAMPLING_DEFAULTS.n}, batchSize ${CLI_SAMPLING_DEFAULTS.batchSize}, seed ${CLI_SAMPLING_DEFAULTS.seed} are the CLI's;
+temperature ${SAMPLE_REQUEST_DEFAULTS.temperature} is core's SampleRequest default; --print-config shows them.`;
 
 /** The request fields of a config (only those set). */
 export function samplingOf(values: Record<string, unknown>): Record<string, unknown> {
@@ -45,7 +73,7 @@ export async function sampleAll(options: {
   const { prompts, batchSize } = options;
   const out: Completion[][] = [];
   const bar = startProgress(options.label, prompts.length, options.progress);
-  const baseSeed = (options.request.seed as number | undefined) ?? 0;
+  const baseSeed = (options.request.seed as number | undefined) ?? CLI_SAMPLING_DEFAULTS.seed;
   try {
     for (let start = 0, batch = 0; start < prompts.length; start += batchSize, batch++) {
       const groups = await options.sampler.sample({
