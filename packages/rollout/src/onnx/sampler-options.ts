@@ -49,10 +49,12 @@ export type OnnxSamplerOptions = {
   /**
    * How the `loop` engine takes new weights (`updateWeights`):
    * - `'inputs'`: the weights are graph inputs from the start; an update is a copy into the arrays
-   *   the sessions read (58M parameters, 2 workers: ~0.14 s to the first token), but every matrix
-   *   product re-packs its weights on each run, so decoding is ~15–20% slower;
+   *   the sessions read (58M parameters, 2 workers: 0.14 s to the first token on a near-idle
+   *   machine), but every matrix product re-packs its weights on each run: 17–31% more CPU time
+   *   per token at top-p 1 (58M and 5M, README "Performance");
    * - `'rebuild'`: the weights are built into the graph (ONNX Runtime pre-packs them once, the
-   *   fastest decoding); an update encodes a new graph and opens new sessions (58M: ~1.5–2 s);
+   *   fastest decoding); an update encodes a new graph and opens new sessions (58M: 1.7–1.9 s on
+   *   a near-idle machine);
    * - `'auto'` (default): built in (fastest decoding) until the first `updateWeights`, which
    *   switches to graph inputs (a new, small graph once; in-place copies after that). A sampler
    *   that never gets new weights decodes at full speed; one updated every step pays the
