@@ -6,7 +6,8 @@
  *
  * Run: `pnpm --filter @rlvr/trainer bench` (or `npx tsx bench/trainer.bench.ts` in this folder).
  * Env: BENCH_STEPS (default 3), BENCH_ROUNDS (default 3), BENCH_VARIANTS (default "default";
- * comma-separated from "default" = what `selectBackend()` picks, "wasm-xnnpack" = wasm with
+ * comma-separated from "default" = what `selectBackend()` picks, "matmul-only" = wasm with
+ * onnxruntime matMul but without the fused onnxruntime attention, "wasm-xnnpack" = wasm with
  * `matMul: 'backend'`, "cpu"), TORCH_THREADS (default 2: both cores).
  */
 import { execFileSync } from 'node:child_process';
@@ -14,6 +15,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRng } from '@rlvr/core';
 import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
+import * as tf from '@tensorflow/tfjs-core';
+import { ORT_FUSED_KERNELS } from '../src/backend/ort-kernels.js';
 import {
   createLlamaModel,
   createPolicyTrainer,
@@ -29,6 +32,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TORCH_THREADS = Number(process.env.TORCH_THREADS ?? 2);
 const VARIANTS: Record<string, SelectBackendOptions> = {
   default: {},
+  // wasm + onnxruntime matMul without this package's fused onnxruntime kernels (attention).
+  'matmul-only': { candidates: ['wasm'], matMul: 'onnxruntime' },
   'wasm-xnnpack': { candidates: ['wasm'], matMul: 'backend' },
   cpu: { candidates: ['cpu'] },
 };
@@ -129,7 +134,11 @@ for (const [name, spec] of Object.entries(CONFIGS)) {
   for (const variant of CHOSEN) {
     if (variant === 'cpu' && name !== '0.8M') continue; // pure JS: ~1 GFLOP/s, one config is enough
     const selected = await selectBackend(VARIANTS[variant]);
+    const leftOut = variant === 'matmul-only' ? ORT_FUSED_KERNELS : [];
+    const saved = leftOut.map((kernel) => tf.getKernel(kernel, 'wasm')!);
+    for (const kernel of leftOut) tf.unregisterKernel(kernel, 'wasm');
     const model = await createLlamaModel(createRandomCheckpoint(config, { seed: 1 }));
+    for (const kernel of saved) tf.registerKernel(kernel);
     const trainer = await createPolicyTrainer(model, { schedule: { learningRate: 1e-4 } });
     const label = `${variant} (${selected.name}, matMul ${selected.matMul})`;
     trainer.sftStep(batch(2, spec.vocab_size)); // warm-up (sessions, kernels)
