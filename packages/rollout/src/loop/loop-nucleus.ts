@@ -28,6 +28,9 @@ const LOWEST_FLOAT = -3.4028234663852886e38;
  *
  * The kept set is the one of a full sort; the cumulative masses are summed in another order, so a
  * boundary decided by float32 rounding (target within ~1e-7 relative of a prefix mass) may differ.
+ * The third output is a scalar bool: whether some row has a *trailing tie* (an entry after the
+ * last kept one with the same value, which the nucleus leaves out by id); without one, the kept
+ * set of every row is simply `z ≥ value`.
  * @internal
  */
 export function emitHistogramNucleus(
@@ -36,7 +39,7 @@ export function emitHistogramNucleus(
   row: { z: string; max: string; shifted: string; weights: string },
   target: string,
   vocab: number,
-): [string, string] {
+): [string, string, string] {
   const { FLOAT, INT64 } = DataType;
   const { z, max, shifted, weights } = row;
   const axis1 = g.int64([1]);
@@ -69,16 +72,22 @@ export function emitHistogramNucleus(
   );
   const chosen = c.op('Sub', [c.op('Max', [below, one]), one]); // [R, 1]
   const massBefore = c.op('GatherElements', [before, chosen], { axis: 1 });
-  const inBucket = c.op('Equal', [bucket, c.op('Cast', [chosen], { to: INT32 })]);
-  const perRow = c.op(
-    'Cast',
-    [c.op('ReduceSum', [c.op('Cast', [inBucket], { to: FLOAT }), axis1], { keepdims: 1 })],
-    { to: INT64 },
-  );
+  const inBucket = c.op('Cast', [c.op('Equal', [bucket, c.op('Cast', [chosen], { to: INT32 })])], {
+    to: FLOAT,
+  }); // 1 in the boundary bucket, else 0
+  const perRow = c.op('Cast', [c.op('ReduceSum', [inBucket, axis1], { keepdims: 1 })], {
+    to: INT64,
+  });
   const k = c.op('Max', [c.op('ReduceMax', [perRow], { keepdims: 0 }), g.int64([1], [])]);
+  // sort keys: z in the bucket (z + −0 = z), the lowest float elsewhere (LOWEST + z rounds to
+  // LOWEST for any finite z): two cheap passes instead of a broadcasting Where
+  const key = c.op('Add', [
+    z,
+    c.op('Mul', [c.op('Sub', [g.float([1]), inBucket]), g.float([LOWEST_FLOAT])]),
+  ]);
   const [values, indices] = c.add(
     'TopK',
-    [c.op('Where', [inBucket, z, g.float([LOWEST_FLOAT])]), c.op('Reshape', [k, axis1])],
+    [key, c.op('Reshape', [k, axis1])],
     { axis: 1, largest: 1, sorted: 1 },
     2,
   ) as [string, string];
@@ -98,8 +107,20 @@ export function emitHistogramNucleus(
     { keepdims: 1 },
   );
   const lastKept = c.op('Sub', [c.op('Max', [count, one]), one]);
-  return [
-    c.op('GatherElements', [values, lastKept], { axis: 1 }),
-    c.op('GatherElements', [indices, lastKept], { axis: 1 }),
-  ];
+  const value = c.op('GatherElements', [values, lastKept], { axis: 1 });
+  // entries with the boundary value share its bucket, so the sorted list holds all of them (ties
+  // to the lower id first): a trailing tie is the next sorted entry of the bucket with that value
+  const next = c.op('Add', [lastKept, one]);
+  const nextValue = c.op(
+    'GatherElements',
+    [values, c.op('Min', [next, c.op('Sub', [c.op('Reshape', [k, g.int64([1, 1])]), one])])],
+    { axis: 1 },
+  );
+  const tieRows = c.op('And', [c.op('Less', [next, perRow]), c.op('Equal', [nextValue, value])]);
+  const trailingTie = c.op(
+    'Cast',
+    [c.op('ReduceMax', [c.op('Cast', [tieRows], { to: FLOAT })], { keepdims: 0 })],
+    { to: DataType.BOOL },
+  );
+  return [value, c.op('GatherElements', [indices, lastKept], { axis: 1 }), trailingTie];
 }

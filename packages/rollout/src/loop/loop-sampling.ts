@@ -82,7 +82,8 @@ export function emitSample(
     const max = b.op('ReduceMax', [z], { axes: [1], keepdims: 1 });
     const shifted = b.op('Sub', [z, max]);
     const weights = b.op('Exp', [shifted]);
-    let kept = weights;
+    const finish = (c: GraphBuilder, kept: string) =>
+      emitDraw(c, g, { kept, weights, shifted, uniform, minP: minP ? s.minP : undefined }, vocab);
     if (filter) {
       const total = b.op('ReduceSum', [weights, axis1], { keepdims: 1 });
       const isVocab = b.op('Equal', [s.listSize, g.int64([vocab], [])]);
@@ -138,14 +139,16 @@ export function emitSample(
           (d) => tier(d, index + 1),
         );
       };
-      // over the whole vocabulary, the search costs the same for any nucleus size
-      const [value, id] = (
+      // over the whole vocabulary, the search costs the same for any nucleus size; it also says
+      // whether a row has a trailing tie (top-k lists and the `sort` method always take the
+      // exact mask below)
+      const [value, id, trailingTie] = (
         nucleus === 'search'
           ? emitIf(
               b,
               isVocab,
               'nucleus_search',
-              [FLOAT, INT64],
+              [FLOAT, INT64, BOOL],
               (c) =>
                 emitHistogramNucleus(
                   c,
@@ -154,69 +157,39 @@ export function emitSample(
                   c.op('Mul', [total, s.topP]),
                   vocab,
                 ),
-              (c) => tier(c, 0),
+              (c) => [...tier(c, 0), g.bool([true], [])],
             )
-          : tier(b, 0)
-      ) as [string, string];
-      // kept: z > v, or z == v and id <= id(v) (ties go to the lower id, as in the sort)
-      const keptMask = b.op('Or', [
-        b.op('Greater', [z, value]),
-        b.op('And', [b.op('Equal', [z, value]), b.op('LessOrEqual', [g.int64(range(vocab)), id])]),
-      ]);
-      kept = b.op('Where', [keptMask, weights, g.float([0])]);
+          : [...tier(b, 0), g.bool([true], [])]
+      ) as [string, string, string];
+      // kept: z > v, or z == v and id <= id(v) (ties go to the lower id, as in the sort); without a
+      // trailing tie in any row that is z >= v (one comparison instead of five passes). The rest
+      // of the draw is emitted in both branches so that only [R,1] values cross them.
+      return emitIf(
+        b,
+        trailingTie,
+        'nucleus_mask',
+        [INT64, FLOAT],
+        (c) => {
+          const keptMask = c.op('Or', [
+            c.op('Greater', [z, value]),
+            c.op('And', [
+              c.op('Equal', [z, value]),
+              c.op('LessOrEqual', [g.int64(range(vocab)), id]),
+            ]),
+          ]);
+          return finish(c, c.op('Where', [keptMask, weights, g.float([0])]));
+        },
+        (c) =>
+          finish(
+            c,
+            c.op('Mul', [
+              weights,
+              c.op('Cast', [c.op('GreaterOrEqual', [z, value])], { to: FLOAT }),
+            ]),
+          ),
+      );
     }
-    if (minP) {
-      // min-p: weights are relative to the top token (weight 1)
-      kept = b.op('Where', [b.op('Less', [weights, s.minP]), g.float([0]), kept]);
-    }
-    // inverse CDF over ascending ids: the first token whose cumulative weight exceeds u · mass,
-    // found block by block (one pass over the vocabulary instead of a sequential CumSum)
-    const block = Math.min(256, vocab);
-    const blocks = Math.ceil(vocab / block);
-    const padded =
-      blocks * block === vocab
-        ? kept
-        : b.op('Pad', [kept, g.int64([0, 0, 0, blocks * block - vocab])]);
-    const grid = b.op('Reshape', [padded, g.int64([0, blocks, block])]);
-    const blockMass = b.op('ReduceSum', [grid, g.int64([2])], { keepdims: 0 }); // [R, blocks]
-    const blockEnd = b.op('CumSum', [blockMass, g.int64([1], [])]);
-    const mass = b.op('Gather', [blockEnd, g.int64([blocks - 1])], { axis: 1 }); // [R,1]
-    const target = b.op('Mul', [uniform, mass]);
-    const firstWhere = (c: string) =>
-      b.op('ArgMax', [b.op('Cast', [c], { to: FLOAT })], { axis: 1, keepdims: 1 });
-    const chosenBlock = firstWhere(
-      b.op('Or', [b.op('Greater', [blockEnd, target]), b.op('GreaterOrEqual', [blockEnd, mass])]),
-    );
-    const blockStart = b.op(
-      'GatherElements',
-      [b.op('CumSum', [blockMass, g.int64([1], [])], { exclusive: 1 }), chosenBlock],
-      { axis: 1 },
-    );
-    const inner = b.op('Reshape', [
-      b.op(
-        'GatherElements',
-        [
-          grid,
-          b.op('Expand', [b.op('Unsqueeze', [chosenBlock, g.int64([2])]), g.int64([1, 1, block])]),
-        ],
-        { axis: 1 },
-      ),
-      g.int64([0, block]),
-    ]);
-    const innerEnd = b.op('Add', [b.op('CumSum', [inner, g.int64([1], [])]), blockStart]);
-    const innerLast = b.op('Gather', [innerEnd, g.int64([block - 1])], { axis: 1 });
-    const offset = firstWhere(
-      b.op('Or', [
-        b.op('Greater', [innerEnd, target]),
-        b.op('GreaterOrEqual', [innerEnd, innerLast]),
-      ]),
-    );
-    const token = b.op('Add', [b.op('Mul', [chosenBlock, g.int64([block], [])]), offset]);
-    const logprob = b.op('Sub', [
-      b.op('GatherElements', [shifted, token], { axis: 1 }),
-      b.op('Log', [mass]),
-    ]);
-    return [token, logprob];
+    return finish(b, weights);
   };
 
   const withMinP = (b: GraphBuilder, processed: string, filter: boolean): string[] =>
@@ -298,4 +271,71 @@ export function emitSample(
 
 function range(count: number): number[] {
   return Array.from({ length: count }, (_, index) => index);
+}
+
+/**
+ * min-p on the kept weights (`minP` given: weights below it are dropped; weights are relative to
+ * the top token, weight 1), then one draw by inverse CDF over ascending ids with `uniform`.
+ * Returns `[token [R,1] int64, logprob [R,1]]`.
+ */
+function emitDraw(
+  b: GraphBuilder,
+  g: GraphBuilder,
+  row: { kept: string; weights: string; shifted: string; uniform: string; minP?: string },
+  vocab: number,
+): string[] {
+  const { FLOAT } = DataType;
+  const { weights, shifted, uniform } = row;
+  let kept = row.kept;
+  if (row.minP !== undefined) {
+    kept = b.op('Where', [b.op('Less', [weights, row.minP]), g.float([0]), kept]);
+  }
+  // inverse CDF over ascending ids: the first token whose cumulative weight exceeds u · mass,
+  // found block by block (one pass over the vocabulary instead of a sequential CumSum)
+  const block = Math.min(256, vocab);
+  const blocks = Math.ceil(vocab / block);
+  const padded =
+    blocks * block === vocab
+      ? kept
+      : b.op('Pad', [kept, g.int64([0, 0, 0, blocks * block - vocab])]);
+  const grid = b.op('Reshape', [padded, g.int64([0, blocks, block])]);
+  const blockMass = b.op('ReduceSum', [grid, g.int64([2])], { keepdims: 0 }); // [R, blocks]
+  const blockEnd = b.op('CumSum', [blockMass, g.int64([1], [])]);
+  const mass = b.op('Gather', [blockEnd, g.int64([blocks - 1])], { axis: 1 }); // [R,1]
+  const target = b.op('Mul', [uniform, mass]);
+  const firstWhere = (c: string) =>
+    b.op('ArgMax', [b.op('Cast', [c], { to: FLOAT })], { axis: 1, keepdims: 1 });
+  const chosenBlock = firstWhere(
+    b.op('Or', [b.op('Greater', [blockEnd, target]), b.op('GreaterOrEqual', [blockEnd, mass])]),
+  );
+  const blockStart = b.op(
+    'GatherElements',
+    [b.op('CumSum', [blockMass, g.int64([1], [])], { exclusive: 1 }), chosenBlock],
+    { axis: 1 },
+  );
+  const inner = b.op('Reshape', [
+    b.op(
+      'GatherElements',
+      [
+        grid,
+        b.op('Expand', [b.op('Unsqueeze', [chosenBlock, g.int64([2])]), g.int64([1, 1, block])]),
+      ],
+      { axis: 1 },
+    ),
+    g.int64([0, block]),
+  ]);
+  const innerEnd = b.op('Add', [b.op('CumSum', [inner, g.int64([1], [])]), blockStart]);
+  const innerLast = b.op('Gather', [innerEnd, g.int64([block - 1])], { axis: 1 });
+  const offset = firstWhere(
+    b.op('Or', [
+      b.op('Greater', [innerEnd, target]),
+      b.op('GreaterOrEqual', [innerEnd, innerLast]),
+    ]),
+  );
+  const token = b.op('Add', [b.op('Mul', [chosenBlock, g.int64([block], [])]), offset]);
+  const logprob = b.op('Sub', [
+    b.op('GatherElements', [shifted, token], { axis: 1 }),
+    b.op('Log', [mass]),
+  ]);
+  return [token, logprob];
 }
