@@ -32,16 +32,16 @@ import { parseArgs } from 'node:util';
 import { createRng } from '@rlvr/core';
 import {
   buildCharTokenizer,
-  GraphBuilder,
-  OnnxDataType,
-  valueInfo,
   type Checkpoint,
   countParameters,
   createRandomCheckpoint,
   exportGguf,
+  GraphBuilder,
   type LlamaConfig,
+  OnnxDataType,
   parseLlamaConfig,
   saveCheckpoint,
+  valueInfo,
   writeOnnxModel,
 } from '@rlvr/model';
 import { createOnnxSampler, type OnnxSampler } from '../src/index.js';
