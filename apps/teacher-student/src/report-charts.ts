@@ -41,6 +41,11 @@ const lossCurve = (losses: readonly number[]): Point[] =>
 export function trainingCharts(report: Report): string[] {
   const teacher = report.grpo.teacher;
   const student = report.grpo.student;
+  /** One chart per run (teacher, RL-only student), each with its own x-range. */
+  const runs = [
+    { suffix: '', name: 'teacher', run: teacher, color: 0, dashed: false },
+    { suffix: '-student', name: 'RL-only student', run: student, color: 3, dashed: true },
+  ];
   const both = (
     id: string,
     title: string,
@@ -48,18 +53,19 @@ export function trainingCharts(report: Report): string[] {
     pick: (record: GrpoStepRecord) => number,
     extra: { yMin?: number; yMax?: number } = {},
   ) =>
-    lineChart({
-      id,
-      title,
-      xLabel: 'GRPO step',
-      yLabel,
-      smoothing: SMOOTHING,
-      ...extra,
-      series: [
-        series('teacher', 0, teacher.history, pick),
-        series('RL-only student', 3, student.history, pick, { dashed: true }),
-      ],
-    });
+    runs.map((entry) =>
+      lineChart({
+        id: `${id}${entry.suffix}`,
+        title: `${title} (${entry.name})`,
+        xLabel: 'GRPO step',
+        yLabel,
+        smoothing: SMOOTHING,
+        ...extra,
+        series: [
+          series(entry.name, entry.color, entry.run.history, pick, { dashed: entry.dashed }),
+        ],
+      }),
+    );
   return [
     lineChart({
       id: 'sft-loss',
@@ -82,44 +88,48 @@ export function trainingCharts(report: Report): string[] {
       yMin: 0,
       series: [{ name: 'student', color: color(3), points: lossCurve(report.distill.losses) }],
     }),
-    lineChart({
-      id: 'held-out-sampled',
-      title: 'Held-out sampled pass@1 during GRPO',
-      xLabel: 'GRPO step',
-      yLabel: 'accuracy (temperature 1)',
+    ...runs.map((entry) =>
+      lineChart({
+        id: `held-out-sampled${entry.suffix}`,
+        title: `Held-out sampled pass@1 during GRPO (${entry.name})`,
+        xLabel: 'GRPO step',
+        yLabel: 'accuracy (temperature 1)',
+        yMin: 0,
+        yMax: 1,
+        series: [
+          {
+            name: entry.name,
+            color: color(entry.color),
+            dashed: entry.dashed,
+            points: checks(entry.run, (c) => c.sampledAccuracy),
+          },
+        ],
+      }),
+    ),
+    ...runs.map((entry) =>
+      lineChart({
+        id: `reward-wall${entry.suffix}`,
+        title: `GRPO reward against wall-clock time (${entry.name})`,
+        xLabel: 'seconds since the phase started',
+        yLabel: 'mean reward',
+        smoothing: SMOOTHING,
+        yMin: 0,
+        series: [
+          series(entry.name, entry.color, entry.run.history, (r) => r.reward, {
+            dashed: entry.dashed,
+            x: (r) => r.elapsedMs / 1000,
+          }),
+        ],
+      }),
+    ),
+    ...both('grpo-loss', 'GRPO loss', 'loss', (r) => r.loss),
+    ...both('grad-norm', 'Gradient norm (before clipping)', 'L2 norm', (r) => r.gradNorm, {
       yMin: 0,
-      yMax: 1,
-      series: [
-        { name: 'teacher', color: color(0), points: checks(teacher, (c) => c.sampledAccuracy) },
-        {
-          name: 'RL-only student',
-          color: color(3),
-          dashed: true,
-          points: checks(student, (c) => c.sampledAccuracy),
-        },
-      ],
     }),
-    lineChart({
-      id: 'reward-wall',
-      title: 'GRPO reward against wall-clock time',
-      xLabel: 'seconds since the phase started',
-      yLabel: 'mean reward',
-      smoothing: SMOOTHING,
-      yMin: 0,
-      series: [
-        series('teacher', 0, teacher.history, (r) => r.reward, { x: (r) => r.elapsedMs / 1000 }),
-        series('RL-only student', 3, student.history, (r) => r.reward, {
-          dashed: true,
-          x: (r) => r.elapsedMs / 1000,
-        }),
-      ],
-    }),
-    both('grpo-loss', 'GRPO loss', 'loss', (r) => r.loss),
-    both('grad-norm', 'Gradient norm (before clipping)', 'L2 norm', (r) => r.gradNorm, { yMin: 0 }),
-    both('clip-fraction', 'Clipped token fraction', 'fraction', (r) => r.clipFraction, {
+    ...both('clip-fraction', 'Clipped token fraction', 'fraction', (r) => r.clipFraction, {
       yMin: 0,
     }),
-    both('learning-rate', 'Learning rate', 'lr', (r) => r.learningRate, { yMin: 0 }),
+    ...both('learning-rate', 'Learning rate', 'lr', (r) => r.learningRate, { yMin: 0 }),
   ];
 }
 

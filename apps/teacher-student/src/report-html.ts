@@ -38,6 +38,34 @@ export function renderReportHtml(report: Report): string {
       .filter((record) => record.heldOutAccuracy !== undefined)
       .map((record) => [record.step, record.heldOutAccuracy!] as [number, number]),
   ];
+  /** A chart of one per-step metric for the teacher and another for the RL-only student. */
+  const perRun = (
+    id: string,
+    title: string,
+    yLabel: string,
+    pick: (record: (typeof teacher)[number]) => number | undefined,
+    extra: { yMin?: number; yMax?: number } = {},
+  ) =>
+    [
+      { suffix: '', run: 'teacher', history: teacher, color: CHART_COLORS[0]!, dashed: false },
+      {
+        suffix: '-student',
+        run: 'RL-only student',
+        history: student,
+        color: CHART_COLORS[3]!,
+        dashed: true,
+      },
+    ].map((entry) =>
+      lineChart({
+        id: `${id}${entry.suffix}`,
+        title: `${title} (${entry.run})`,
+        xLabel: 'GRPO step',
+        smoothing: 0.6,
+        yLabel,
+        ...extra,
+        series: [rlSeries(pick, entry.run, entry.color, entry.history, entry.dashed)],
+      }),
+    );
   const charts = [
     lineChart({
       id: 'reward',
@@ -73,54 +101,17 @@ export function renderReportHtml(report: Report): string {
         },
       ],
     }),
-    lineChart({
-      id: 'length',
-      title: 'Mean completion length',
-      xLabel: 'GRPO step',
-      smoothing: 0.6,
-      yLabel: 'tokens',
-      series: [
-        rlSeries((r) => r.meanLength, 'teacher', CHART_COLORS[0]!),
-        rlSeries((r) => r.meanLength, 'RL-only student', CHART_COLORS[3]!, student, true),
-      ],
-    }),
-    lineChart({
-      id: 'kl',
-      title: 'KL to the warm-start policy (k3)',
-      xLabel: 'GRPO step',
-      smoothing: 0.6,
-      yLabel: 'nats / token',
-      yMin: 0,
-      series: [
-        rlSeries((r) => r.kl, 'teacher', CHART_COLORS[0]!),
-        rlSeries((r) => r.kl, 'RL-only student', CHART_COLORS[3]!, student, true),
-      ],
-    }),
-    lineChart({
-      id: 'entropy',
-      title: 'Policy entropy',
-      xLabel: 'GRPO step',
-      smoothing: 0.6,
-      yLabel: 'nats / token',
-      yMin: 0,
-      series: [
-        rlSeries((r) => r.entropy, 'teacher', CHART_COLORS[0]!),
-        rlSeries((r) => r.entropy, 'RL-only student', CHART_COLORS[3]!, student, true),
-      ],
-    }),
-    lineChart({
-      id: 'zero-std',
-      title: 'Fraction of zero-variance groups',
-      xLabel: 'GRPO step',
-      smoothing: 0.6,
-      yLabel: 'frac_reward_zero_std',
-      yMin: 0,
-      yMax: 1,
-      series: [
-        rlSeries((r) => r.fracZeroStd, 'teacher', CHART_COLORS[0]!),
-        rlSeries((r) => r.fracZeroStd, 'RL-only student', CHART_COLORS[3]!, student, true),
-      ],
-    }),
+    // one chart per run, so each has its own x-range (30 teacher steps vs 180 student steps)
+    ...perRun('length', 'Mean completion length', 'tokens', (r) => r.meanLength),
+    ...perRun('kl', 'KL to the warm-start policy (k3)', 'nats / token', (r) => r.kl, { yMin: 0 }),
+    ...perRun('entropy', 'Policy entropy', 'nats / token', (r) => r.entropy, { yMin: 0 }),
+    ...perRun(
+      'zero-std',
+      'Fraction of zero-variance groups',
+      'frac_reward_zero_std',
+      (r) => r.fracZeroStd,
+      { yMin: 0, yMax: 1 },
+    ),
     lineChart({
       id: 'pass-at-k',
       title: 'Test-time compute: pass@k (held-out)',

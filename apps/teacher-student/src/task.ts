@@ -101,10 +101,15 @@ export type TraceStyle = {
    */
   shortRate: number;
   /**
-   * Probability of a hedged answer: the trace's final value followed by 1–3 other digits, as a list (`<answer>7,1</answer>`). A single-number verifier rejects it; a naive checker that
+   * Probability of a hedged answer: the trace's final value followed by 1–`hedgeMaxExtra` other digits, as a list (`<answer>7,1</answer>`). A single-number verifier rejects it; a naive checker that
    * accepts "gold appears in the answer" rewards it — the exploit the reward-hacking claim shows.
    */
   hedgeRate: number;
+  /**
+   * Most other digits a hedged list adds (1 to this many, uniform; default 3). Longer lists pass
+   * a naive "gold appears in the answer" checker more often, so the exploit pays more.
+   */
+  hedgeMaxExtra?: number;
   /**
    * Probability of the verbose (overthinking) style: before the chain, the reasoning restates the
    * question (`<think>(3+5-9+2)%10,3+5=8,…`), as R1-style models re-read an easy problem before
@@ -142,7 +147,7 @@ export function solveStyled(
   if (style.hedgeRate > 0 && rng.next() < style.hedgeRate) {
     const answer = /<answer>(\d)<\/answer>/.exec(text)![1]!;
     const digits = [answer];
-    const extra = 1 + rng.nextInt(3);
+    const extra = 1 + rng.nextInt(style.hedgeMaxExtra ?? 3);
     while (digits.length < extra + 1) {
       const digit = String(rng.nextInt(10));
       if (!digits.includes(digit)) digits.push(digit);

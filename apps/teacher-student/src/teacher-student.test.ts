@@ -166,7 +166,7 @@ describe('teacher-student --quick, end to end', () => {
       expect(result.console.filter((line) => /error|Uncaught/i.test(line))).toEqual([]);
       const total = Number(/data-charts-total="(\d+)"/.exec(result.dom)?.[1]);
       const rendered = Number(/data-charts-rendered="(\d+)"/.exec(result.dom)?.[1]);
-      expect(total).toBeGreaterThanOrEqual(24);
+      expect(total).toBeGreaterThanOrEqual(34);
       expect(rendered).toBe(total);
       for (const id of [
         'reward',
@@ -184,6 +184,19 @@ describe('teacher-student --quick, end to end', () => {
         'grad-norm',
         'clip-fraction',
         'learning-rate',
+        // each run's per-step charts have their own x-range: one chart per run
+        ...[
+          'length',
+          'kl',
+          'entropy',
+          'zero-std',
+          'held-out-sampled',
+          'reward-wall',
+          'grpo-loss',
+          'grad-norm',
+          'clip-fraction',
+          'learning-rate',
+        ].map((id) => `${id}-student`),
         'length-by-difficulty',
         'accuracy-by-difficulty',
         'reward-hacking',

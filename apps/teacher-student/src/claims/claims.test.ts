@@ -45,6 +45,27 @@ describe('claims building blocks', () => {
     }
   });
 
+  it('hedged lists: the answer first, then 1 to hedgeMaxExtra other distinct digits (default 3)', () => {
+    for (const hedgeMaxExtra of [undefined, 1, 4]) {
+      const rng = createRng(21);
+      const lengths = new Set<number>();
+      for (const problem of train) {
+        const text = solveStyled(problem, rng, {
+          slipRate: 0,
+          shortRate: 0,
+          hedgeRate: 1,
+          ...(hedgeMaxExtra === undefined ? {} : { hedgeMaxExtra }),
+        });
+        const digits = /<answer>(.*)<\/answer>/.exec(text)![1]!.split(',');
+        expect(digits[0]).toBe(problem.answer);
+        expect(new Set(digits).size).toBe(digits.length);
+        lengths.add(digits.length - 1);
+      }
+      const most = hedgeMaxExtra ?? 3;
+      expect([...lengths].sort()).toEqual(Array.from({ length: most }, (_, index) => index + 1));
+    }
+  });
+
   it('verbose style: the question restated before the chain, as correct and well-formed as the chain', () => {
     const rng = createRng(9);
     const style = { slipRate: 0, shortRate: 0.2, hedgeRate: 0, verboseRate: 0.3 };
@@ -108,7 +129,10 @@ describe('claims building blocks', () => {
       const chain = /<think>(.*)<\/think>/.exec(solve({ terms, operators }))![1]!;
       const restatement = `${promptText({ terms, operators }).slice(0, -1)},`;
       const think = config.warmStart.verboseRate > 0 ? `${restatement}${chain}` : chain;
-      const longest = `<think>${think}</think><answer>1,2,3,4</answer>`;
+      const list = Array.from({ length: config.warmStart.hedgeMaxExtra + 1 }, (_, i) => i).join(
+        ',',
+      );
+      const longest = `<think>${think}</think><answer>${list}</answer>`;
       // + 1 for the end-of-sequence token.
       expect(tokenizer.encode(longest).length + 1).toBeLessThanOrEqual(config.maxNewTokens);
     }
@@ -133,6 +157,9 @@ describe('claims building blocks', () => {
     invalid({ verboseRate: 1.5 }, 'warmStart.verboseRate');
     invalid({ verboseRate: -0.1 }, 'warmStart.verboseRate');
     invalid({ verboseSlipRate: 1.1 }, 'warmStart.verboseSlipRate');
+    invalid({ hedgeMaxExtra: 0 }, 'warmStart.hedgeMaxExtra');
+    invalid({ hedgeMaxExtra: 10 }, 'warmStart.hedgeMaxExtra');
+    invalid({ hedgeMaxExtra: 2.5 }, 'warmStart.hedgeMaxExtra');
     invalid({ shortRate: 0.5, verboseRate: 0.6 }, 'warmStart.verboseRate');
     invalid({ hedgeRate: 2 }, 'warmStart.hedgeRate');
     invalid({ shortRate: 1.2 }, 'warmStart.shortRate');
