@@ -8,56 +8,15 @@
  * session, written to /tmp/top-p-profile*.json).
  */
 import { createRng } from '@rlvr/core';
-import { OnnxDataType as DataType, GraphBuilder, valueInfo } from '@rlvr/model';
 import type * as Ort from 'onnxruntime-node';
-import { emitSample, type Sampling } from '../src/loop/loop-sampling.js';
+import type { Sampling } from '../src/loop/loop-sampling.js';
+import { samplingGraph, samplingScalarFeeds } from '../src/loop/sampling-graph.js';
 import { loadOrt } from '../src/onnx/ort.js';
 
-const SCALARS: [keyof Sampling, number][] = [
-  ['invTemperature', DataType.FLOAT],
-  ['greedy', DataType.BOOL],
-  ['filter', DataType.BOOL],
-  ['listSize', DataType.INT64],
-  ['cheapSize', DataType.INT64],
-  ['middleSize', DataType.INT64],
-  ['topP', DataType.FLOAT],
-  ['minP', DataType.FLOAT],
-  ['useMinP', DataType.BOOL],
-  ['penalty', DataType.FLOAT],
-  ['usePenalty', DataType.BOOL],
-  ['modelLogprobs', DataType.BOOL],
-];
 const VOCAB = Number(process.env.VOCAB ?? 32000);
 const ROWS = Number(process.env.ROWS ?? 32);
-const names = Object.fromEntries(SCALARS.map(([key]) => [key, key])) as Sampling;
-
-function samplingGraph(): Uint8Array {
-  const g = new GraphBuilder();
-  const [token, logprob] = emitSample(g, 'logits', 'uniform', 'seen', names, VOCAB);
-  g.add('Identity', [token], {}, ['token']);
-  g.add('Identity', [logprob], {}, ['logprob']);
-  return g.encode({
-    irVersion: 8,
-    opset: 17,
-    producerName: 'bench',
-    graph: {
-      name: 'sample',
-      input: [
-        valueInfo('logits', DataType.FLOAT, ['R', VOCAB]),
-        valueInfo('uniform', DataType.FLOAT, ['R', 1]),
-        valueInfo('seen', DataType.BOOL, ['R', VOCAB]),
-        ...SCALARS.map(([key, type]) => valueInfo(key, type, [])),
-      ],
-      output: [
-        valueInfo('token', DataType.INT64, ['R', 1]),
-        valueInfo('logprob', DataType.FLOAT, ['R', 1]),
-      ],
-    },
-  });
-}
-
 const ort = await loadOrt();
-const session = await ort.InferenceSession.create(samplingGraph(), {
+const session = await ort.InferenceSession.create(samplingGraph(VOCAB), {
   intraOpNumThreads: 1,
   graphOptimizationLevel: 'all',
   ...(process.env.PROFILE === '1'
@@ -92,15 +51,7 @@ function feeds(topP: number): Record<string, Ort.Tensor> {
     uniform: new Tensor('float32', new Float32Array(ROWS).fill(0.5), [ROWS, 1]),
     seen: new Tensor('bool', new Uint8Array(ROWS * VOCAB), [ROWS, VOCAB]),
   };
-  for (const [key, type] of SCALARS) {
-    const value = values[key];
-    out[key] =
-      type === DataType.FLOAT
-        ? new Tensor('float32', Float32Array.of(value as number), [])
-        : type === DataType.INT64
-          ? new Tensor('int64', BigInt64Array.of(BigInt(value as number)), [])
-          : new Tensor('bool', Uint8Array.of(value ? 1 : 0), []);
-  }
+  Object.assign(out, samplingScalarFeeds(ort, values));
   return out;
 }
 

@@ -20,6 +20,7 @@ import {
   selectBackend,
   type TokenSequence,
 } from '../src/index.js';
+import { BENCH_CONFIGS } from './configs.js';
 
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 5);
 const STEPS = Number(process.env.AB_STEPS ?? 2);
@@ -30,24 +31,7 @@ const VARIANTS = (process.env.AB_VARIANTS ?? `fused=,unfused=${ORT_FUSED_KERNELS
     const [name, left] = entry.split('=');
     return { name: name!, leftOut: left ? left.split('+') : [] };
   });
-const CONFIGS: Record<string, object> = {
-  '0.8M': {
-    hidden_size: 128,
-    num_hidden_layers: 4,
-    num_attention_heads: 4,
-    num_key_value_heads: 4,
-    intermediate_size: 352,
-    vocab_size: 64,
-  },
-  '5M': {
-    hidden_size: 256,
-    num_hidden_layers: 6,
-    num_attention_heads: 8,
-    num_key_value_heads: 4,
-    intermediate_size: 688,
-    vocab_size: 1024,
-  },
-};
+const CONFIGS = BENCH_CONFIGS;
 const load = () =>
   execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ').slice(0, 3).join(' ');
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;

@@ -12,27 +12,11 @@
 import { loadavg } from 'node:os';
 import { createRandomCheckpoint, exportOnnx, parseLlamaConfig } from '@rlvr/model';
 import * as ort from 'onnxruntime-node';
+import { BENCH_CONFIGS } from './configs.js';
 
 const BATCH = 16;
 const SEQ = 128;
-const CONFIGS: Record<string, Record<string, number>> = {
-  '0.8M': {
-    hidden_size: 128,
-    num_hidden_layers: 4,
-    num_attention_heads: 4,
-    num_key_value_heads: 4,
-    intermediate_size: 352,
-    vocab_size: 64,
-  },
-  '5M': {
-    hidden_size: 256,
-    num_hidden_layers: 6,
-    num_attention_heads: 8,
-    num_key_value_heads: 4,
-    intermediate_size: 688,
-    vocab_size: 1024,
-  },
-};
+const CONFIGS = BENCH_CONFIGS;
 
 for (const [name, spec] of Object.entries(CONFIGS)) {
   const config = parseLlamaConfig({ model_type: 'llama', max_position_embeddings: 512, ...spec });

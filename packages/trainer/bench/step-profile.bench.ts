@@ -16,28 +16,12 @@ import {
   selectBackend,
   type TokenSequence,
 } from '../src/index.js';
+import { BENCH_CONFIGS } from './configs.js';
 
 const STEPS = Number(process.env.PROFILE_STEPS ?? 2);
 const CHOSEN = (process.env.PROFILE_CONFIGS ?? '0.8M,5M').split(',');
 const MATMUL = (process.env.PROFILE_MATMUL ?? 'auto') as 'auto' | 'onnxruntime' | 'backend';
-const CONFIGS: Record<string, object> = {
-  '0.8M': {
-    hidden_size: 128,
-    num_hidden_layers: 4,
-    num_attention_heads: 4,
-    num_key_value_heads: 4,
-    intermediate_size: 352,
-    vocab_size: 64,
-  },
-  '5M': {
-    hidden_size: 256,
-    num_hidden_layers: 6,
-    num_attention_heads: 8,
-    num_key_value_heads: 4,
-    intermediate_size: 688,
-    vocab_size: 1024,
-  },
-};
+const CONFIGS = BENCH_CONFIGS;
 const load = () => execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0];
 
 const selected = await selectBackend({ matMul: MATMUL });

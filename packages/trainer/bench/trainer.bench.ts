@@ -24,6 +24,7 @@ import {
   selectBackend,
   type TokenSequence,
 } from '../src/index.js';
+import { BENCH_CONFIGS, type BenchConfig } from './configs.js';
 
 const BATCH = 16;
 const SEQ = 128;
@@ -39,32 +40,8 @@ const VARIANTS: Record<string, SelectBackendOptions> = {
 };
 const CHOSEN = (process.env.BENCH_VARIANTS ?? 'default').split(',');
 
-type Spec = {
-  hidden_size: number;
-  num_hidden_layers: number;
-  num_attention_heads: number;
-  num_key_value_heads: number;
-  intermediate_size: number;
-  vocab_size: number;
-};
-const CONFIGS: Record<string, Spec> = {
-  '0.8M': {
-    hidden_size: 128,
-    num_hidden_layers: 4,
-    num_attention_heads: 4,
-    num_key_value_heads: 4,
-    intermediate_size: 352,
-    vocab_size: 64,
-  },
-  '5M': {
-    hidden_size: 256,
-    num_hidden_layers: 6,
-    num_attention_heads: 8,
-    num_key_value_heads: 4,
-    intermediate_size: 688,
-    vocab_size: 1024,
-  },
-};
+type Spec = BenchConfig;
+const CONFIGS = BENCH_CONFIGS;
 
 /** Training FLOPs per token: 6 × (matrix params incl. head) + attention (fwd 4·T·d per layer, ×3). */
 function flopsPerToken(spec: Spec): number {

@@ -1,52 +1,10 @@
-import { OnnxDataType as DataType, GraphBuilder, valueInfo } from '@rlvr/model';
 import fc from 'fast-check';
 import type * as Ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processLogits } from '../generation/logits-processors.js';
 import { loadOrt } from '../onnx/ort.js';
-import { emitSample, type NucleusMethod, type Sampling } from './loop-sampling.js';
-
-const SCALARS: [keyof Sampling, number][] = [
-  ['invTemperature', DataType.FLOAT],
-  ['greedy', DataType.BOOL],
-  ['filter', DataType.BOOL],
-  ['listSize', DataType.INT64],
-  ['cheapSize', DataType.INT64],
-  ['middleSize', DataType.INT64],
-  ['topP', DataType.FLOAT],
-  ['minP', DataType.FLOAT],
-  ['useMinP', DataType.BOOL],
-  ['penalty', DataType.FLOAT],
-  ['usePenalty', DataType.BOOL],
-  ['modelLogprobs', DataType.BOOL],
-];
-const names = Object.fromEntries(SCALARS.map(([key]) => [key, key])) as Sampling;
-
-/** A graph that samples one token per row of `logits` `[R, vocab]` with `emitSample`. */
-function samplingGraph(vocab: number, nucleus: NucleusMethod): Uint8Array {
-  const g = new GraphBuilder();
-  const [token, logprob] = emitSample(g, 'logits', 'uniform', 'seen', names, vocab, nucleus);
-  g.add('Identity', [token], {}, ['token']);
-  g.add('Identity', [logprob], {}, ['logprob']);
-  return g.encode({
-    irVersion: 8,
-    opset: 17,
-    producerName: 'test',
-    graph: {
-      name: 'sample',
-      input: [
-        valueInfo('logits', DataType.FLOAT, ['R', vocab]),
-        valueInfo('uniform', DataType.FLOAT, ['R', 1]),
-        valueInfo('seen', DataType.BOOL, ['R', vocab]),
-        ...SCALARS.map(([key, type]) => valueInfo(key, type, [])),
-      ],
-      output: [
-        valueInfo('token', DataType.INT64, ['R', 1]),
-        valueInfo('logprob', DataType.FLOAT, ['R', 1]),
-      ],
-    },
-  });
-}
+import type { NucleusMethod, Sampling } from './loop-sampling.js';
+import { samplingGraph, samplingScalarFeeds } from './sampling-graph.js';
 
 const VOCAB = 300;
 let ort: typeof Ort;
@@ -86,15 +44,7 @@ async function sample(method: NucleusMethod, input: Case, cheapSize: number) {
     usePenalty: false,
     modelLogprobs: false,
   };
-  for (const [key, type] of SCALARS) {
-    const value = values[key];
-    feeds[key] =
-      type === DataType.FLOAT
-        ? new Tensor('float32', Float32Array.of(value as number), [])
-        : type === DataType.INT64
-          ? new Tensor('int64', BigInt64Array.of(BigInt(value as number)), [])
-          : new Tensor('bool', Uint8Array.of(value ? 1 : 0), []);
-  }
+  Object.assign(feeds, samplingScalarFeeds(ort, values));
   const out = await sessions.get(method)!.run(feeds);
   return {
     tokens: Array.from(out.token!.data as BigInt64Array, Number),
