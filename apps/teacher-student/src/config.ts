@@ -118,6 +118,13 @@ export type RunConfig = {
     steps: number;
     /** `penaltyFactor` of the length-penalty arm's soft length penalty (`overlong`). */
     lengthPenaltyFactor: number;
+    /**
+     * The warm-start's hedged-answer mix for the reward-hacking claim (a): when it differs from
+     * `warmStart`'s, the claim gets its own SFT teacher (same data, init and steps, this mix) and
+     * its own control (the same GRPO run rewarded by the verifier), so the exploit's prevalence
+     * does not change the main run.
+     */
+    hackingWarmStart: { hedgeRate: number; hedgeMaxExtra: number };
   };
   distill: {
     /** Training prompts the RL teacher writes traces for. */
@@ -181,7 +188,13 @@ export const DEFAULT_CONFIG: RunConfig = {
     evalEvery: 10,
     evalPrompts: 128,
   },
-  claims: { enabled: false, steps: 30, lengthPenaltyFactor: 1.5 },
+  claims: {
+    enabled: false,
+    steps: 30,
+    lengthPenaltyFactor: 1.5,
+    // with the main mix (5% hedged, 1–3 extra digits) seed 1's naive arm never amplified hedging
+    hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
+  },
   distill: {
     prompts: 2000,
     tracesPerPrompt: 4,
@@ -212,7 +225,8 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
   // (held-out sampled pass@1 8%, against 62% without), as with a larger short/hedged mix before.
   warmStart: { examples: 600, steps: 1400, batchSize: 32, verboseRate: 0 },
   grpo: { maxSteps: 40, studentSteps: 10, promptsPerStep: 16, evalEvery: 10, evalPrompts: 32 },
-  claims: { steps: 20 },
+  // the quick warm-start's own mix: no second SFT teacher
+  claims: { steps: 20, hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 } },
   distill: { prompts: 300, tracesPerPrompt: 4, epochs: 3, learningRate: 6e-3 },
   evaluation: { samples: 16 },
   workers: 1,
@@ -262,6 +276,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   ],
   'grpo.dynamicSampling': ['minStd', 'maxRounds'],
   claims: Object.keys(DEFAULT_CONFIG.claims),
+  'claims.hackingWarmStart': ['hedgeRate', 'hedgeMaxExtra'],
   distill: Object.keys(DEFAULT_CONFIG.distill),
   evaluation: Object.keys(DEFAULT_CONFIG.evaluation),
 };
@@ -392,6 +407,13 @@ export function validateConfig(config: RunConfig): RunConfig {
   }
   int(config.claims.steps, 'claims.steps', 1);
   num(config.claims.lengthPenaltyFactor, 'claims.lengthPenaltyFactor', 0);
+  rate(config.claims.hackingWarmStart.hedgeRate, 'claims.hackingWarmStart.hedgeRate');
+  validateInteger(config.claims.hackingWarmStart.hedgeMaxExtra, {
+    parameter: 'claims.hackingWarmStart.hedgeMaxExtra',
+    functionName: FN,
+    min: 1,
+    max: 9,
+  });
   if (
     config.claims.enabled &&
     (config.claims.steps > config.grpo.maxSteps ||

@@ -178,6 +178,8 @@ export function claimCharts(report: Report): string[] {
     history: report.grpo.teacher.history.filter((record) => record.step <= claims.steps),
   };
   const naive = claims.naiveReward;
+  // (a)'s control: its own verifier-rewarded run when the claim has its own warm-start mix
+  const hackingControl = claims.hackingControl ?? teacher;
   const rlTeacher = report.evaluation.find((entry) => entry.name === 'RL teacher');
   return [
     lineChart({
@@ -210,7 +212,7 @@ export function claimCharts(report: Report): string[] {
         {
           name: 'pass@1, verifier reward',
           color: color(0),
-          points: checks(teacher, (c) => c.sampledAccuracy),
+          points: checks(hackingControl, (c) => c.sampledAccuracy),
         },
         {
           name: 'hedged, naive reward',
@@ -222,7 +224,7 @@ export function claimCharts(report: Report): string[] {
           name: 'hedged, verifier reward',
           color: color(0),
           dashed: true,
-          points: checks(teacher, (c) => c.hedgeRate),
+          points: checks(hackingControl, (c) => c.hedgeRate),
         },
       ],
     }),

@@ -158,35 +158,45 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
   }
   const load = (name: string) => loadCheckpoint(checkpointDir(name));
 
-  const slipRng = createRng(config.seed).derive('warm-start-slips');
-  const warmStartData = splits.train
-    .slice(0, config.warmStart.examples)
-    .map((problem) =>
-      encodeExample(tokenizer, problem.prompt, solveStyled(problem, slipRng, config.warmStart)),
-    );
-  const warmStart = (size: RunConfig['teacher'], label: string) => async () => {
-    const result = await runSft({
-      checkpoint: randomCheckpoint(size, tokenizerFiles, {
-        seed: config.seed + (label === 'teacher' ? 0 : 1),
-        maxPositions,
-      }),
-      sequences: warmStartData,
-      steps: config.warmStart.steps,
-      batchSize: config.warmStart.batchSize,
-      learningRate: config.warmStart.learningRate,
-      seed: config.seed,
-      progress: phaseProgress(`warm-start ${label}`, config.warmStart.steps, progressMode),
-    });
-    return {
-      result: {
-        losses: result.losses,
-        tokens: result.tokens,
-        examples: warmStartData.length,
-        steps: config.warmStart.steps,
-      } satisfies WarmStartResult,
-      checkpoints: { [`sft-${label}`]: result.checkpoint },
-    };
+  /** The warm-start traces of a style mix (the same problems and slip stream for every mix). */
+  const warmStartTraces = (style: RunConfig['warmStart']) => {
+    const slipRng = createRng(config.seed).derive('warm-start-slips');
+    return splits.train
+      .slice(0, config.warmStart.examples)
+      .map((problem) =>
+        encodeExample(tokenizer, problem.prompt, solveStyled(problem, slipRng, style)),
+      );
   };
+  const warmStartData = warmStartTraces(config.warmStart);
+  const warmStart =
+    (
+      size: RunConfig['teacher'],
+      label: string,
+      sequences: ReturnType<typeof warmStartTraces> = warmStartData,
+    ) =>
+    async () => {
+      const result = await runSft({
+        checkpoint: randomCheckpoint(size, tokenizerFiles, {
+          seed: config.seed + (label === 'student' ? 1 : 0),
+          maxPositions,
+        }),
+        sequences,
+        steps: config.warmStart.steps,
+        batchSize: config.warmStart.batchSize,
+        learningRate: config.warmStart.learningRate,
+        seed: config.seed,
+        progress: phaseProgress(`warm-start ${label}`, config.warmStart.steps, progressMode),
+      });
+      return {
+        result: {
+          losses: result.losses,
+          tokens: result.tokens,
+          examples: warmStartData.length,
+          steps: config.warmStart.steps,
+        } satisfies WarmStartResult,
+        checkpoints: { [`sft-${label}`]: result.checkpoint },
+      };
+    };
 
   // 1. Teacher: limited SFT warm-start, then GRPO.
   const teacherWarmStart = await phase(
@@ -279,6 +289,22 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
   });
 
   // 5. The claims (`--claims`): ablation arms from the SFT teacher and the thinking-budget sweep.
+  // The hacking claim's own SFT teacher when its hedged-answer mix differs from the main one.
+  const hackingTeacher = async () => {
+    const { hedgeRate, hedgeMaxExtra } = config.claims.hackingWarmStart;
+    if (
+      hedgeRate === config.warmStart.hedgeRate &&
+      hedgeMaxExtra === config.warmStart.hedgeMaxExtra
+    ) {
+      return undefined;
+    }
+    log(
+      `[claims] warm-start of the hacking arms' teacher (${hedgeRate} hedged, up to ${hedgeMaxExtra} extra digits)`,
+    );
+    const sequences = warmStartTraces({ ...config.warmStart, hedgeRate, hedgeMaxExtra });
+    const { checkpoints } = await warmStart(config.teacher, 'hacking teacher', sequences)();
+    return Object.values(checkpoints)[0]!;
+  };
   let claims: ClaimsResult | undefined;
   if (config.claims.enabled) {
     claims = await phase('claims', [], async () => ({
@@ -287,6 +313,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
         runtime,
         outDir,
         sftTeacher: await load('sft-teacher'),
+        hackingTeacher: await hackingTeacher(),
         rlTeacher: await load('rl-teacher'),
         train: splits.train,
         heldOut: splits.eval,

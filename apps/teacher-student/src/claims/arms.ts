@@ -30,12 +30,17 @@ export type ArmContext = {
 export async function runArm(
   context: ArmContext,
   name: string,
-  change: { reward?: 'robust' | 'naive'; overrides?: Partial<TrainerGrpoConfig> },
+  change: {
+    reward?: 'robust' | 'naive';
+    overrides?: Partial<TrainerGrpoConfig>;
+    /** Start from this SFT teacher instead of the main one (the hacking claim's own mix). */
+    from?: Checkpoint;
+  },
 ): Promise<GrpoResult> {
   const { config } = context;
   return runGrpo({
     runtime: context.runtime,
-    checkpoint: context.sftTeacher,
+    checkpoint: change.from ?? context.sftTeacher,
     train: context.train,
     heldOut: context.heldOut,
     config: config.grpo,

@@ -202,6 +202,7 @@ describe('claims building blocks', () => {
         steps: 10,
         naiveReward: run(check(36, 0.7, 0.7)),
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
+        hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
         noDynamicSampling: run(check(36, 0.7, 0.7)),
         lengthPenalty: run(penalized),
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
@@ -217,5 +218,66 @@ describe('claims building blocks', () => {
     const collapsed = rowOf(check(27, 0.7 - (LENGTH_PENALTY_MAX_COST + 1) / 100, 0.05));
     expect(collapsed.met).toBe(false);
     expect(rowOf(check(33, 0.7, 0.4)).met).toBe(false);
+  });
+
+  it('(a) compares the naive arm with its own control when the claim has its own warm-start', () => {
+    const check = (sampledAccuracy: number, hedgeRate: number): HeldOutCheck => ({
+      sampledAccuracy,
+      greedyAccuracy: sampledAccuracy,
+      meanLength: 30,
+      hedgeRate,
+      restateRate: 0,
+      byTerms: [],
+    });
+    // 10 steps: the naive reward climbs 0.4 → 0.8 while true accuracy stays at 0.4
+    const history = (naive: number[], robust: number[], last: HeldOutCheck) =>
+      naive.map(
+        (accuracy, index) =>
+          ({
+            step: index + 1,
+            accuracy,
+            robustAccuracy: robust[index]!,
+            ...(index === naive.length - 1 ? { heldOut: last } : {}),
+          }) as GrpoStepRecord,
+      );
+    const arm = (records: GrpoStepRecord[]) => ({
+      history: records,
+      initialHeldOut: check(0.4, 0.05),
+      initialHeldOutAccuracy: 0.4,
+      steps: records.length,
+      sampledCompletions: 0,
+      skippedUpdates: 0,
+      timeMs: 0,
+      engine: 'optimum',
+    });
+    const climbing = Array.from({ length: 10 }, (_, i) => 0.4 + (0.4 * i) / 9);
+    const flat = Array.from({ length: 10 }, () => 0.4);
+    const naive = arm(history(climbing, flat, check(0.4, 0.3)));
+    // the main teacher hedges more than the naive arm here; the claim's own control does not
+    const teacher = arm(history(flat, flat, check(0.7, 0.5)));
+    const control = arm(history(flat, flat, check(0.7, 0.01)));
+    const claims = (hackingControl?: typeof control) =>
+      ({
+        steps: 10,
+        naiveReward: naive,
+        ...(hackingControl === undefined ? {} : { hackingControl }),
+        hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
+        hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
+        noDynamicSampling: control,
+        lengthPenalty: control,
+        lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
+        thinkingBudget: [],
+      }) satisfies ClaimsResult;
+    const row = (result: ClaimsResult) =>
+      claimTargets(teacher, result).find((entry) => entry.name.startsWith('reward hacking'))!;
+    const own = row(claims(control));
+    // last fifth (steps 9–10) − first fifth (steps 1–2) of the naive reward; true accuracy flat
+    const fifth = (from: number) => (climbing[from]! + climbing[from + 1]!) / 2;
+    expect(own.value).toBeCloseTo(100 * (fifth(8) - fifth(0)), 6);
+    expect(own.met).toBe(true);
+    expect(own.detail).toContain('30.0% (naive reward) vs 1.0% (verifier reward)');
+    expect(own.detail).toContain('10.0% hedged answers of 1–4 extra digits, both from the claim');
+    // without its own control the teacher run is the control (and here hedges more)
+    expect(row(claims()).met).toBe(false);
   });
 });

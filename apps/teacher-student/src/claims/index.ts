@@ -12,6 +12,13 @@ export type ClaimsResult = {
   steps: number;
   /** (a) The teacher's GRPO rewarded by the naive checker instead of the math verifier. */
   naiveReward: ArmResult;
+  /**
+   * (a)'s control when the claim has its own warm-start mix (`claims.hackingWarmStart`): the same
+   * GRPO run from the same SFT teacher, rewarded by the verifier. Absent: the teacher run is it.
+   */
+  hackingControl?: ArmResult;
+  /** The hedged-answer mix of (a)'s SFT teacher. */
+  hackingWarmStart: { hedgeRate: number; hedgeMaxExtra: number };
   /** Held-out transcripts of the naive arm's final policy with both verdicts. */
   hacking: { examples: Transcript[]; total: number; caught: number; hedged: number };
   /** (b) The same run with `dynamicSampling: false`. */
@@ -36,11 +43,16 @@ const strip = ({ checkpoint: _checkpoint, ...rest }: ArmResult & { checkpoint: C
  * check at the same step, so each arm costs one GRPO run.
  */
 export async function runClaims(
-  context: ArmContext & { rlTeacher: Checkpoint },
+  context: ArmContext & { rlTeacher: Checkpoint; hackingTeacher?: Checkpoint },
 ): Promise<ClaimsResult> {
-  const { config } = context;
+  const { config, hackingTeacher } = context;
   const heldOut = context.heldOut.slice(0, config.grpo.evalPrompts);
-  const naive = await runArm(context, 'naive-reward', { reward: 'naive' });
+  const from = hackingTeacher === undefined ? {} : { from: hackingTeacher };
+  const naive = await runArm(context, 'naive-reward', { reward: 'naive', ...from });
+  const hackingControl =
+    hackingTeacher === undefined
+      ? undefined
+      : await runArm(context, 'hacking-control', { reward: 'robust', ...from });
   const hacking = await transcripts(context.runtime, naive.checkpoint, heldOut, {
     maxNewTokens: config.maxNewTokens,
     seed: config.seed + 11,
@@ -66,6 +78,11 @@ export async function runClaims(
   return {
     steps: config.claims.steps,
     naiveReward: strip(naive),
+    ...(hackingControl === undefined ? {} : { hackingControl: strip(hackingControl) }),
+    hackingWarmStart:
+      hackingTeacher === undefined
+        ? { hedgeRate: config.warmStart.hedgeRate, hedgeMaxExtra: config.warmStart.hedgeMaxExtra }
+        : config.claims.hackingWarmStart,
     hacking,
     noDynamicSampling: strip(noDynamic),
     lengthPenalty: strip(lengthPenalty),
