@@ -12,6 +12,7 @@ import {
   renderInChromium,
   smooth,
 } from '../index.js';
+import { spacedTicks } from './line-chart.js';
 
 const longNames = Array.from(
   { length: 9 },
@@ -35,6 +36,32 @@ const crowded = () =>
   });
 
 describe('lineChart', () => {
+  it('should space the labels of a log x axis (no two closer than 30 px, first and last kept)', () => {
+    expect(spacedTicks([0, 10, 20, 25, 60, 61], (x) => x)).toEqual([0, 61]);
+    expect(spacedTicks([0, 40, 80], (x) => x)).toEqual([0, 40, 80]);
+    expect(spacedTicks([5], (x) => x)).toEqual([5]);
+    // the thinking-budget chart's x values (tokens): every label drawn at its own place
+    const xs = [5.97, 7.89, 9.85, 13.7, 21.4, 33.3, 37.5, 77.2, 154, 309, 618];
+    const svg = lineChart({
+      id: 'budget',
+      title: 'budget',
+      xLabel: 'tokens',
+      yLabel: 'accuracy',
+      logX: true,
+      series: [{ name: 'cut', points: xs.map((x, index) => [x, index / 10] as [number, number]) }],
+    });
+    const labels = [
+      ...svg.matchAll(/<text x="([\d.]+)" y="[\d.]+" text-anchor="middle" font-size="10"/g),
+    ]
+      .map((match) => Number(match[1]))
+      .sort((a, b) => a - b);
+    expect(labels.length).toBeGreaterThanOrEqual(5);
+    expect(labels.length).toBeLessThan(xs.length);
+    for (let index = 1; index < labels.length; index++) {
+      expect(labels[index]! - labels[index - 1]!).toBeGreaterThanOrEqual(30);
+    }
+  });
+
   it('should wrap the legend onto rows and shorten names so nothing leaves the box', () => {
     const svg = crowded();
     const [, width, height] = /viewBox="0 0 (\d+) (\d+)"/.exec(svg)!.map(Number);

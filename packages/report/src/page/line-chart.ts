@@ -175,7 +175,10 @@ function axes(
   }
   const xs = all.map(([x]) => x);
   const xTicks = options.logX
-    ? [...new Set(xs)].sort((a, b) => a - b)
+    ? spacedTicks(
+        [...new Set(xs)].sort((a, b) => a - b),
+        sx,
+      )
     : niceTicks(
         Math.min(...xs),
         Math.max(...xs),
@@ -193,6 +196,28 @@ function axes(
     `<text transform="translate(13 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle" font-size="11" fill="#333">${escapeHtml(fit(options.yLabel, plotH))}</text>`,
   );
   return parts;
+}
+
+/** Narrowest gap, in px, between two x-tick labels of a log axis (a label is up to ~5 digits). */
+const MIN_TICK_GAP = 30;
+
+/**
+ * The data x values of a log axis as ticks, left to right, leaving out any whose label would
+ * come closer than {@link MIN_TICK_GAP} px to the previous one (the last value is always kept,
+ * in place of a close predecessor): close values would draw their labels on top of each other.
+ */
+export function spacedTicks(sorted: readonly number[], sx: (x: number) => number): number[] {
+  const kept: number[] = [];
+  for (const tick of sorted) {
+    const last = kept.at(-1);
+    if (last === undefined || sx(tick) - sx(last) >= MIN_TICK_GAP) kept.push(tick);
+  }
+  const final = sorted.at(-1);
+  if (final !== undefined && kept.at(-1) !== final) {
+    if (kept.length > 1 && sx(final) - sx(kept.at(-1)!) < MIN_TICK_GAP) kept.pop();
+    kept.push(final);
+  }
+  return kept;
 }
 
 /** At most about {@link MAX_DRAWN} points per line (every k-th and the last): pages of long runs stay small. */
