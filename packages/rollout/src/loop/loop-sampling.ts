@@ -139,46 +139,46 @@ export function emitSample(
           (d) => tier(d, index + 1),
         );
       };
+      // kept: z > v, or z == v and id <= id(v) (ties go to the lower id, as in the sort)
+      const exact = (c: GraphBuilder, value: string, id: string) => {
+        const keptMask = c.op('Or', [
+          c.op('Greater', [z, value]),
+          c.op('And', [
+            c.op('Equal', [z, value]),
+            c.op('LessOrEqual', [g.int64(range(vocab)), id]),
+          ]),
+        ]);
+        return finish(c, c.op('Where', [keptMask, weights, g.float([0])]));
+      };
+      if (nucleus === 'sort') {
+        const [value, id] = tier(b, 0) as [string, string];
+        return exact(b, value, id);
+      }
       // over the whole vocabulary, the search costs the same for any nucleus size; it also says
-      // whether a row has a trailing tie (top-k lists and the `sort` method always take the
-      // exact mask below)
-      const [value, id, trailingTie] = (
-        nucleus === 'search'
-          ? emitIf(
-              b,
-              isVocab,
-              'nucleus_search',
-              [FLOAT, INT64, BOOL],
-              (c) =>
-                emitHistogramNucleus(
-                  c,
-                  g,
-                  { z, max, shifted, weights },
-                  c.op('Mul', [total, s.topP]),
-                  vocab,
-                ),
-              (c) => [...tier(c, 0), g.bool([true], [])],
-            )
-          : [...tier(b, 0), g.bool([true], [])]
+      // whether a row has a trailing tie (a top-k list always takes the exact mask)
+      const [value, id, trailingTie] = emitIf(
+        b,
+        isVocab,
+        'nucleus_search',
+        [FLOAT, INT64, BOOL],
+        (c) =>
+          emitHistogramNucleus(
+            c,
+            g,
+            { z, max, shifted, weights },
+            c.op('Mul', [total, s.topP]),
+            vocab,
+          ),
+        (c) => [...tier(c, 0), g.bool([true], [])],
       ) as [string, string, string];
-      // kept: z > v, or z == v and id <= id(v) (ties go to the lower id, as in the sort); without a
-      // trailing tie in any row that is z >= v (one comparison instead of five passes). The rest
-      // of the draw is emitted in both branches so that only [R,1] values cross them.
+      // without a trailing tie in any row the kept set is z >= v (one comparison instead of five
+      // passes); the rest of the draw is emitted in both branches so that only [R,1] values cross
       return emitIf(
         b,
         trailingTie,
         'nucleus_mask',
         [INT64, FLOAT],
-        (c) => {
-          const keptMask = c.op('Or', [
-            c.op('Greater', [z, value]),
-            c.op('And', [
-              c.op('Equal', [z, value]),
-              c.op('LessOrEqual', [g.int64(range(vocab)), id]),
-            ]),
-          ]);
-          return finish(c, c.op('Where', [keptMask, weights, g.float([0])]));
-        },
+        (c) => exact(c, value, id),
         (c) =>
           finish(
             c,
