@@ -2,7 +2,7 @@ import { createRng, InvalidArgumentError } from '@rlvr/core';
 import { createTokenizer } from '@rlvr/model';
 import { describe, expect, it } from 'vitest';
 import { configFromArgs } from './cli.js';
-import { DEFAULT_CONFIG, validateConfig } from './config.js';
+import { checkKnownKeys, DEFAULT_CONFIG, validateConfig } from './config.js';
 import { parametersOf } from './models.js';
 import { correctness, r1Format, taskAnswer } from './rewards.js';
 import { buildTaskTokenizer, makeSplits, runningValues, solve, solveWithSlips } from './task.js';
@@ -46,6 +46,41 @@ describe('configFromArgs', () => {
     expect(() =>
       validateConfig({ ...DEFAULT_CONFIG, grpo: { ...DEFAULT_CONFIG.grpo, maxSteps: 0 } }),
     ).toThrow(/grpo\.maxSteps/);
+  });
+
+  it('checks the hacking claim warm-start mix: known keys, values in range, naming the field', () => {
+    const withMix = (hackingWarmStart: Record<string, number>) => () =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        claims: {
+          ...DEFAULT_CONFIG.claims,
+          hackingWarmStart: { ...DEFAULT_CONFIG.claims.hackingWarmStart, ...hackingWarmStart },
+        },
+      });
+    const parameterOf = (run: () => unknown) => {
+      try {
+        run();
+      } catch (error) {
+        expect(InvalidArgumentError.isInstance(error)).toBe(true);
+        return (error as InvalidArgumentError).parameter;
+      }
+      throw new Error('expected a rejection');
+    };
+    expect(parameterOf(withMix({ hedgeRate: 1.2 }))).toBe('claims.hackingWarmStart.hedgeRate');
+    expect(parameterOf(withMix({ hedgeMaxExtra: 0 }))).toBe(
+      'claims.hackingWarmStart.hedgeMaxExtra',
+    );
+    expect(parameterOf(withMix({ hedgeMaxExtra: 1.5 }))).toBe(
+      'claims.hackingWarmStart.hedgeMaxExtra',
+    );
+    expect(withMix({})().claims.hackingWarmStart).toEqual({ hedgeRate: 0.1, hedgeMaxExtra: 4 });
+    // an unknown key in the section is rejected, naming the closest valid one
+    expect(() => checkKnownKeys({ claims: { hackingWarmStart: { hedgeRat: 0.1 } } })).toThrow(
+      /hedgeRat.*hedgeRate|hedgeRate.*hedgeRat/s,
+    );
+    expect(() => checkKnownKeys({ claims: { hackingWarmStart: 3 } })).toThrow(
+      /claims\.hackingWarmStart/,
+    );
   });
 
   it('keeps the default student at most a quarter of the teacher', () => {

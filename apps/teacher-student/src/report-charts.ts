@@ -37,35 +37,51 @@ const checks = (
 const lossCurve = (losses: readonly number[]): Point[] =>
   losses.map((loss, index) => [index + 1, loss]);
 
+/** The two GRPO runs of the main phases, one chart each so each has its own x-range. */
+function perRunEntries(report: Report) {
+  return [
+    { suffix: '', name: 'teacher', run: report.grpo.teacher, color: 0, dashed: false },
+    {
+      suffix: '-student',
+      name: 'RL-only student',
+      run: report.grpo.student,
+      color: 3,
+      dashed: true,
+    },
+  ];
+}
+
+/**
+ * A per-step GRPO metric as one chart per run — `${id}` for the teacher (30 steps) and
+ * `${id}-student` for the RL-only student (180 steps) — so neither is squeezed onto the other's axis.
+ */
+export function perRunCharts(
+  report: Report,
+  id: string,
+  title: string,
+  yLabel: string,
+  pick: (record: GrpoStepRecord) => number | undefined,
+  extra: { yMin?: number; yMax?: number } = {},
+): string[] {
+  return perRunEntries(report).map((entry) =>
+    lineChart({
+      id: `${id}${entry.suffix}`,
+      title: `${title} (${entry.name})`,
+      xLabel: 'GRPO step',
+      yLabel,
+      smoothing: SMOOTHING,
+      ...extra,
+      series: [series(entry.name, entry.color, entry.run.history, pick, { dashed: entry.dashed })],
+    }),
+  );
+}
+
 /** Charts of the main run's training: losses, GRPO optimizer signals, held-out checks. */
 export function trainingCharts(report: Report): string[] {
-  const teacher = report.grpo.teacher;
-  const student = report.grpo.student;
-  /** One chart per run (teacher, RL-only student), each with its own x-range. */
-  const runs = [
-    { suffix: '', name: 'teacher', run: teacher, color: 0, dashed: false },
-    { suffix: '-student', name: 'RL-only student', run: student, color: 3, dashed: true },
-  ];
+  const runs = perRunEntries(report);
   const both = (
-    id: string,
-    title: string,
-    yLabel: string,
-    pick: (record: GrpoStepRecord) => number,
-    extra: { yMin?: number; yMax?: number } = {},
-  ) =>
-    runs.map((entry) =>
-      lineChart({
-        id: `${id}${entry.suffix}`,
-        title: `${title} (${entry.name})`,
-        xLabel: 'GRPO step',
-        yLabel,
-        smoothing: SMOOTHING,
-        ...extra,
-        series: [
-          series(entry.name, entry.color, entry.run.history, pick, { dashed: entry.dashed }),
-        ],
-      }),
-    );
+    ...args: Parameters<typeof perRunCharts> extends [Report, ...infer R] ? R : never
+  ) => perRunCharts(report, ...args);
   return [
     lineChart({
       id: 'sft-loss',
@@ -122,14 +138,30 @@ export function trainingCharts(report: Report): string[] {
         ],
       }),
     ),
-    ...both('grpo-loss', 'GRPO loss', 'loss', (r) => r.loss),
-    ...both('grad-norm', 'Gradient norm (before clipping)', 'L2 norm', (r) => r.gradNorm, {
+    ...perRunCharts(report, 'grpo-loss', 'GRPO loss', 'loss', (r) => r.loss),
+    ...perRunCharts(
+      report,
+      'grad-norm',
+      'Gradient norm (before clipping)',
+      'L2 norm',
+      (r) => r.gradNorm,
+      {
+        yMin: 0,
+      },
+    ),
+    ...perRunCharts(
+      report,
+      'clip-fraction',
+      'Clipped token fraction',
+      'fraction',
+      (r) => r.clipFraction,
+      {
+        yMin: 0,
+      },
+    ),
+    ...perRunCharts(report, 'learning-rate', 'Learning rate', 'lr', (r) => r.learningRate, {
       yMin: 0,
     }),
-    ...both('clip-fraction', 'Clipped token fraction', 'fraction', (r) => r.clipFraction, {
-      yMin: 0,
-    }),
-    ...both('learning-rate', 'Learning rate', 'lr', (r) => r.learningRate, { yMin: 0 }),
   ];
 }
 

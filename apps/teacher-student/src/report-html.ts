@@ -10,7 +10,7 @@ import {
 } from '@rlvr/report';
 import { EVAL_SAMPLES } from './grpo.js';
 import type { Report } from './report.js';
-import { claimCharts, growthCharts, trainingCharts } from './report-charts.js';
+import { claimCharts, growthCharts, perRunCharts, trainingCharts } from './report-charts.js';
 
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`;
 
@@ -23,11 +23,9 @@ export function renderReportHtml(report: Report): string {
     name: string,
     color: string,
     history = teacher,
-    dashed = false,
   ): ChartSeries => ({
     name,
     color,
-    dashed,
     points: history
       .map((record) => [record.step, pick(record)] as [number, number | undefined])
       .filter((entry): entry is [number, number] => entry[1] !== undefined),
@@ -38,34 +36,6 @@ export function renderReportHtml(report: Report): string {
       .filter((record) => record.heldOutAccuracy !== undefined)
       .map((record) => [record.step, record.heldOutAccuracy!] as [number, number]),
   ];
-  /** A chart of one per-step metric for the teacher and another for the RL-only student. */
-  const perRun = (
-    id: string,
-    title: string,
-    yLabel: string,
-    pick: (record: (typeof teacher)[number]) => number | undefined,
-    extra: { yMin?: number; yMax?: number } = {},
-  ) =>
-    [
-      { suffix: '', run: 'teacher', history: teacher, color: CHART_COLORS[0]!, dashed: false },
-      {
-        suffix: '-student',
-        run: 'RL-only student',
-        history: student,
-        color: CHART_COLORS[3]!,
-        dashed: true,
-      },
-    ].map((entry) =>
-      lineChart({
-        id: `${id}${entry.suffix}`,
-        title: `${title} (${entry.run})`,
-        xLabel: 'GRPO step',
-        smoothing: 0.6,
-        yLabel,
-        ...extra,
-        series: [rlSeries(pick, entry.run, entry.color, entry.history, entry.dashed)],
-      }),
-    );
   const charts = [
     lineChart({
       id: 'reward',
@@ -102,10 +72,15 @@ export function renderReportHtml(report: Report): string {
       ],
     }),
     // one chart per run, so each has its own x-range (30 teacher steps vs 180 student steps)
-    ...perRun('length', 'Mean completion length', 'tokens', (r) => r.meanLength),
-    ...perRun('kl', 'KL to the warm-start policy (k3)', 'nats / token', (r) => r.kl, { yMin: 0 }),
-    ...perRun('entropy', 'Policy entropy', 'nats / token', (r) => r.entropy, { yMin: 0 }),
-    ...perRun(
+    ...perRunCharts(report, 'length', 'Mean completion length', 'tokens', (r) => r.meanLength),
+    ...perRunCharts(report, 'kl', 'KL to the warm-start policy (k3)', 'nats / token', (r) => r.kl, {
+      yMin: 0,
+    }),
+    ...perRunCharts(report, 'entropy', 'Policy entropy', 'nats / token', (r) => r.entropy, {
+      yMin: 0,
+    }),
+    ...perRunCharts(
+      report,
       'zero-std',
       'Fraction of zero-variance groups',
       'frac_reward_zero_std',

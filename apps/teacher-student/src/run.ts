@@ -191,7 +191,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
         result: {
           losses: result.losses,
           tokens: result.tokens,
-          examples: warmStartData.length,
+          examples: sequences.length,
           steps: config.warmStart.steps,
         } satisfies WarmStartResult,
         checkpoints: { [`sft-${label}`]: result.checkpoint },
@@ -302,8 +302,8 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
       `[claims] warm-start of the hacking arms' teacher (${hedgeRate} hedged, up to ${hedgeMaxExtra} extra digits)`,
     );
     const sequences = warmStartTraces({ ...config.warmStart, hedgeRate, hedgeMaxExtra });
-    const { checkpoints } = await warmStart(config.teacher, 'hacking teacher', sequences)();
-    return Object.values(checkpoints)[0]!;
+    const { checkpoints } = await warmStart(config.teacher, 'hacking-teacher', sequences)();
+    return checkpoints['sft-hacking-teacher']!;
   };
   let claims: ClaimsResult | undefined;
   if (config.claims.enabled) {

@@ -168,35 +168,27 @@ describe('teacher-student --quick, end to end', () => {
       const rendered = Number(/data-charts-rendered="(\d+)"/.exec(result.dom)?.[1]);
       expect(total).toBeGreaterThanOrEqual(34);
       expect(rendered).toBe(total);
-      for (const id of [
-        'reward',
+      // each run's per-step charts have their own x-range: one chart per run (`-student`)
+      const perRun = [
         'length',
         'kl',
         'entropy',
         'zero-std',
-        'pass-at-k',
-        'maj-at-k',
-        'sft-loss',
-        'distill-loss',
         'held-out-sampled',
         'reward-wall',
         'grpo-loss',
         'grad-norm',
         'clip-fraction',
         'learning-rate',
-        // each run's per-step charts have their own x-range: one chart per run
-        ...[
-          'length',
-          'kl',
-          'entropy',
-          'zero-std',
-          'held-out-sampled',
-          'reward-wall',
-          'grpo-loss',
-          'grad-norm',
-          'clip-fraction',
-          'learning-rate',
-        ].map((id) => `${id}-student`),
+      ];
+      for (const id of [
+        'reward',
+        'pass-at-k',
+        'maj-at-k',
+        'sft-loss',
+        'distill-loss',
+        ...perRun,
+        ...perRun.map((id) => `${id}-student`),
         'length-by-difficulty',
         'accuracy-by-difficulty',
         'reward-hacking',
