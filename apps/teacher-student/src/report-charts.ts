@@ -79,9 +79,6 @@ export function perRunCharts(
 /** Charts of the main run's training: losses, GRPO optimizer signals, held-out checks. */
 export function trainingCharts(report: Report): string[] {
   const runs = perRunEntries(report);
-  const both = (
-    ...args: Parameters<typeof perRunCharts> extends [Report, ...infer R] ? R : never
-  ) => perRunCharts(report, ...args);
   return [
     lineChart({
       id: 'sft-loss',
