@@ -133,3 +133,13 @@ describe('nothing on disk changes until every flag and the whole config are vali
     expect(await snapshot(dir)).toEqual(before);
   });
 });
+
+describe('the claims phase runs by default', () => {
+  it('is on unless --no-claims, and --claims with --no-claims is refused', () => {
+    expect(configFromArgs([]).config.claims.enabled).toBe(true);
+    expect(configFromArgs(['--quick']).config.claims.enabled).toBe(true);
+    expect(configFromArgs(['--no-claims']).config.claims.enabled).toBe(false);
+    expect(configFromArgs(['--claims']).config.claims.enabled).toBe(true);
+    expect(() => configFromArgs(['--claims', '--no-claims'])).toThrow(/--no-claims/);
+  });
+});

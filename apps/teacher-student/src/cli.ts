@@ -66,8 +66,9 @@ Options:
   --max-steps <n>         teacher GRPO steps (grpo.maxSteps)
   --distill-epochs <n>    passes of the student over the teacher's verified traces
   --eval-prompts <n>      held-out prompts
-  --claims                also run the claims phase: reward hacking, dynamic-sampling and
-                          length-penalty arms, thinking-budget curve (claims.* in the config)
+  --no-claims             skip the claims phase (reward hacking, dynamic-sampling and
+                          length-penalty arms, thinking-budget curve: claims.* in the config),
+                          which runs by default; --claims runs it when a --config turned it off
   --fresh                 start over: drop finished phases and traces (only once every flag
                           and the config are valid)
   --help                  this text
@@ -100,6 +101,7 @@ export function configFromArgs(argv: readonly string[]): {
     'eval-prompts': { type: 'string' },
     fresh: { type: 'boolean' },
     claims: { type: 'boolean' },
+    'no-claims': { type: 'boolean' },
     help: { type: 'boolean' },
   } as const;
   for (const arg of argv) {
@@ -155,7 +157,16 @@ export function configFromArgs(argv: readonly string[]): {
       min: 0,
     });
   };
+  if (values.claims && values['no-claims']) {
+    throw new InvalidArgumentError({
+      parameter: '--no-claims',
+      functionName: FN,
+      value: '--claims --no-claims',
+      expected: 'one of --claims and --no-claims, not both',
+    });
+  }
   if (values.claims) config.claims.enabled = true;
+  if (values['no-claims']) config.claims.enabled = false;
   if (values.seed !== undefined) config.seed = integer('seed');
   if (typeof values.out === 'string') config.outDir = values.out;
   if (values.device !== undefined) {

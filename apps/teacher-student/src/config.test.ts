@@ -2,7 +2,7 @@ import { createRng, InvalidArgumentError } from '@rlvr/core';
 import { createTokenizer } from '@rlvr/model';
 import { describe, expect, it } from 'vitest';
 import { configFromArgs } from './cli.js';
-import { checkKnownKeys, DEFAULT_CONFIG, validateConfig } from './config.js';
+import { checkKnownKeys, claimSteps, DEFAULT_CONFIG, validateConfig } from './config.js';
 import { parametersOf } from './models.js';
 import { correctness, r1Format, taskAnswer } from './rewards.js';
 import { buildTaskTokenizer, makeSplits, runningValues, solve, solveWithSlips } from './task.js';
@@ -34,6 +34,29 @@ describe('configFromArgs', () => {
     expectInvalid(['--teacher', 'big'], '--teacher');
     expectInvalid(['--frobnicate'], '--frobnicate');
     expectInvalid(['--seed'], 'argv');
+  });
+
+  it('runs the claims arms for the teacher run’s steps unless claims.steps says otherwise', () => {
+    const config = (grpo: Partial<typeof DEFAULT_CONFIG.grpo>, steps?: number) =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        grpo: { ...DEFAULT_CONFIG.grpo, ...grpo },
+        claims: { ...DEFAULT_CONFIG.claims, ...(steps === undefined ? {} : { steps }) },
+      });
+    expect(claimSteps(config({}))).toBe(30);
+    // --max-steps 7 alone: the arms follow (the teacher run checks its last step too)
+    expect(claimSteps(config({ maxSteps: 7 }))).toBe(7);
+    expect(claimSteps(config({}, 20))).toBe(20);
+    expect(() => config({}, 15)).toThrow(/'claims\.steps'.*multiple of grpo\.evalEvery \(10\)/);
+    expect(() => config({}, 40)).toThrow(/'claims\.steps'/);
+    expect(() => config({ evalEvery: 0 })).toThrow(/'grpo\.evalEvery'.*--no-claims/);
+    expect(() =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        grpo: { ...DEFAULT_CONFIG.grpo, evalEvery: 0 },
+        claims: { ...DEFAULT_CONFIG.claims, enabled: false },
+      }),
+    ).not.toThrow();
   });
 
   it('rejects bad config-file values naming the field', () => {

@@ -111,11 +111,17 @@ export type RunConfig = {
     verboseSlipRate: number;
   };
   grpo: GrpoConfig;
-  /** The claims phase (`--claims`): extra GRPO arms from the SFT teacher and a budget sweep. */
+  /**
+   * The claims phase (on by default; `--no-claims` skips it): extra GRPO arms from the SFT teacher
+   * and a thinking-budget sweep.
+   */
   claims: {
     enabled: boolean;
-    /** GRPO steps of each arm (a multiple of grpo.evalEvery, at most grpo.maxSteps). */
-    steps: number;
+    /**
+     * GRPO steps of each arm (default `grpo.maxSteps`; else a multiple of grpo.evalEvery below
+     * it): each arm is compared with the teacher run's held-out check at this step.
+     */
+    steps?: number;
     /** `penaltyFactor` of the length-penalty arm's soft length penalty (`overlong`). */
     lengthPenaltyFactor: number;
     /**
@@ -189,8 +195,8 @@ export const DEFAULT_CONFIG: RunConfig = {
     evalPrompts: 128,
   },
   claims: {
-    enabled: false,
-    steps: 30,
+    // on by default: the README's main command shows every claim (`--no-claims` skips them)
+    enabled: true,
     lengthPenaltyFactor: 1.5,
     // with the main mix (5% hedged, 1–3 extra digits) seed 1's naive arm never amplified hedging
     hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
@@ -231,6 +237,11 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
   evaluation: { samples: 16 },
   workers: 1,
 };
+
+/** GRPO steps of each claims arm: `claims.steps`, by default the teacher run's `grpo.maxSteps`. */
+export function claimSteps(config: Pick<RunConfig, 'claims' | 'grpo'>): number {
+  return config.claims.steps ?? config.grpo.maxSteps;
+}
 
 export type DeepPartial<T> = {
   [K in keyof T]?: T[K] extends readonly unknown[]
@@ -275,7 +286,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
     'minLearningRateRatio',
   ],
   'grpo.dynamicSampling': ['minStd', 'maxRounds'],
-  claims: Object.keys(DEFAULT_CONFIG.claims),
+  claims: [...Object.keys(DEFAULT_CONFIG.claims), 'steps'],
   'claims.hackingWarmStart': ['hedgeRate', 'hedgeMaxExtra'],
   distill: Object.keys(DEFAULT_CONFIG.distill),
   evaluation: Object.keys(DEFAULT_CONFIG.evaluation),
@@ -405,7 +416,7 @@ export function validateConfig(config: RunConfig): RunConfig {
       expected: `at most 1 − warmStart.shortRate (${1 - config.warmStart.shortRate}): a trace is short, verbose or plain`,
     });
   }
-  int(config.claims.steps, 'claims.steps', 1);
+  if (config.claims.steps !== undefined) int(config.claims.steps, 'claims.steps', 1);
   num(config.claims.lengthPenaltyFactor, 'claims.lengthPenaltyFactor', 0);
   rate(config.claims.hackingWarmStart.hedgeRate, 'claims.hackingWarmStart.hedgeRate');
   validateInteger(config.claims.hackingWarmStart.hedgeMaxExtra, {
@@ -414,17 +425,21 @@ export function validateConfig(config: RunConfig): RunConfig {
     min: 1,
     max: 9,
   });
+  const steps = claimSteps(config);
   if (
     config.claims.enabled &&
-    (config.claims.steps > config.grpo.maxSteps ||
+    (steps > config.grpo.maxSteps ||
       config.grpo.evalEvery === 0 ||
-      config.claims.steps % config.grpo.evalEvery !== 0)
+      (steps % config.grpo.evalEvery !== 0 && steps !== config.grpo.maxSteps))
   ) {
     throw new InvalidArgumentError({
-      parameter: 'claims.steps',
+      parameter: config.grpo.evalEvery === 0 ? 'grpo.evalEvery' : 'claims.steps',
       functionName: FN,
-      value: config.claims.steps,
-      expected: `a multiple of grpo.evalEvery (${config.grpo.evalEvery}) and at most grpo.maxSteps (${config.grpo.maxSteps}): the arms are compared with the teacher run's held-out check at that step`,
+      value: config.grpo.evalEvery === 0 ? 0 : steps,
+      expected:
+        config.grpo.evalEvery === 0
+          ? 'held-out checks (evalEvery ≥ 1) when the claims phase runs (or --no-claims): its arms are compared with the teacher run’s checks'
+          : `grpo.maxSteps (${config.grpo.maxSteps}, the default) or a multiple of grpo.evalEvery (${config.grpo.evalEvery}) below it: the arms are compared with the teacher run's held-out check at that step`,
     });
   }
   int(config.distill.prompts, 'distill.prompts', 1);

@@ -151,7 +151,7 @@ export function renderReportHtml(report: Report): string {
   const claims = report.claims;
   const claimsSection =
     claims === undefined
-      ? '<h2>Claims</h2><p>The claims phase did not run (add <code>--claims</code>): only the length-growth row, read from the teacher run, is in the targets table.</p>'
+      ? '<h2>Claims</h2><p>The claims phase did not run (<code>--no-claims</code>): only the length-growth row, read from the teacher run, is in the targets table.</p>'
       : `<h2>Claims</h2>
 <p>Each arm is the teacher's GRPO run from the SFT teacher (same seed, same settings) for ${claims.steps} steps with one change; its control is the teacher run's held-out check at step ${claims.steps}${claims.hackingControl === undefined ? '' : `, except reward hacking's: its SFT teacher was warm-started on traces with ${pct(claims.hackingWarmStart.hedgeRate)} hedged answers (1–${claims.hackingWarmStart.hedgeMaxExtra} extra digits), and its control is the same GRPO run from that teacher rewarded by the verifier`}. Held-out checks sample ${report.config.grpo.evalPrompts} prompts × ${EVAL_SAMPLES} at temperature 1 with a fixed seed.</p>
 <div class="charts">${claimCharts(report).join('\n')}</div>

@@ -47,7 +47,7 @@ export type Report = {
   grpo: { teacher: GrpoPhaseResult; student: GrpoPhaseResult };
   distill: DistillResult;
   evaluation: ModelEvaluation[];
-  /** The claims phase's measurements (`--claims`), absent when it did not run. */
+  /** The claims phase's measurements, absent when it did not run (`--no-claims`). */
   claims?: ClaimsResult;
   headline: {
     sftTeacherPassAt1: number;
@@ -110,10 +110,6 @@ export function buildReport(input: {
     resumed: record!.resumed,
   }));
   const phasesSeconds = phases.reduce((sum, entry) => sum + entry.seconds, 0);
-  // The 15-minute budget is the main run's; the claims phase (`--claims`) is timed on its own.
-  const mainSeconds = phases
-    .filter((entry) => entry.name !== 'claims')
-    .reduce((sum, entry) => sum + entry.seconds, 0);
   const [teacherRewardFirst, teacherRewardLast] = rewardFirstLast(input.grpoTeacher.history);
   const headline = {
     sftTeacherPassAt1: sft,
@@ -194,10 +190,10 @@ export function buildReport(input: {
       },
       {
         name: 'run time',
-        goal: 'all phases but claims ≤ 15 minutes',
-        value: mainSeconds / 60,
+        goal: 'all phases (claims included) ≤ 15 minutes',
+        value: phasesSeconds / 60,
         unit: 'minutes',
-        met: mainSeconds <= 15 * 60,
+        met: phasesSeconds <= 15 * 60,
       },
       ...claimTargets(input.grpoTeacher, input.claims),
     ],

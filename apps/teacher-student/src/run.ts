@@ -288,7 +288,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
     return { result: results };
   });
 
-  // 5. The claims (`--claims`): ablation arms from the SFT teacher and the thinking-budget sweep.
+  // 5. The claims (on unless `--no-claims`): ablation arms from the SFT teacher and the thinking-budget sweep.
   // The hacking claim's own SFT teacher when its hedged-answer mix differs from the main one.
   const hackingTeacher = async () => {
     const { hedgeRate, hedgeMaxExtra } = config.claims.hackingWarmStart;

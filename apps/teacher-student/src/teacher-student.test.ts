@@ -18,7 +18,7 @@ describe('teacher-student --quick, end to end', () => {
 
   beforeAll(async () => {
     outDir = await mkdtemp(join(tmpdir(), 'rlvr-teacher-student-'));
-    const { config } = configFromArgs(['--quick', '--claims', '--out', outDir]);
+    const { config } = configFromArgs(['--quick', '--out', outDir]);
     report = await runTeacherStudent({
       config,
       progress: 'silent',
@@ -93,7 +93,7 @@ describe('teacher-student --quick, end to end', () => {
     // Every claim arm ran its steps and has held-out checks (sampled pass@1, length by difficulty).
     const claims = json.claims!;
     for (const arm of [claims.naiveReward, claims.noDynamicSampling, claims.lengthPenalty]) {
-      expect(arm.history).toHaveLength(json.config.claims.steps);
+      expect(arm.history).toHaveLength(claims.steps);
       expect(arm.history.at(-1)!.heldOut!.byTerms.length).toBeGreaterThan(0);
     }
     expect(claims.thinkingBudget[0]!.budget).toBe(0);

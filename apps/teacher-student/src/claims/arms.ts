@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Checkpoint } from '@rlvr/model';
 import type { GrpoConfig as TrainerGrpoConfig } from '@rlvr/trainer';
-import type { RunConfig } from '../config.js';
+import { claimSteps, type RunConfig } from '../config.js';
 import { type GrpoResult, runGrpo } from '../grpo.js';
 import { type ProgressMode, phaseProgress } from '../progress.js';
 import { correctness, hedged, naiveCorrectness } from '../rewards.js';
@@ -25,7 +25,7 @@ export type ArmContext = {
 
 /**
  * One arm: the teacher's GRPO run from the SFT teacher (same seed, same settings) for
- * `claims.steps` steps, with one thing changed — the reward (`naive`) or trainer options.
+ * `claimSteps(config)` steps, with one thing changed — the reward (`naive`) or trainer options.
  */
 export async function runArm(
   context: ArmContext,
@@ -44,14 +44,14 @@ export async function runArm(
     train: context.train,
     heldOut: context.heldOut,
     config: config.grpo,
-    maxSteps: config.claims.steps,
+    maxSteps: claimSteps(config),
     maxNewTokens: config.maxNewTokens,
     seed: config.seed,
     outputDir: join(context.outDir, 'grpo', 'claims', name),
     label: `claims ${name}`,
     ...(change.reward === undefined ? {} : { reward: change.reward }),
     ...(change.overrides === undefined ? {} : { overrides: change.overrides }),
-    progress: phaseProgress(`claims: ${name}`, config.claims.steps, context.progressMode),
+    progress: phaseProgress(`claims: ${name}`, claimSteps(config), context.progressMode),
     log: context.log,
   });
 }

@@ -15,7 +15,7 @@ import {
 } from '../task.js';
 import { budgetsUpTo } from './budget.js';
 import type { ClaimsResult } from './index.js';
-import { claimTargets, LENGTH_PENALTY_MAX_COST } from './targets.js';
+import { claimTargets, difficultyHalves, LENGTH_PENALTY_EASY_MAX_COST } from './targets.js';
 
 describe('claims building blocks', () => {
   const { train } = makeSplits(
@@ -173,22 +173,30 @@ describe('claims building blocks', () => {
     expect(budgetsUpTo(0)).toEqual([0]);
   });
 
-  it('(c) is met only for a shorter policy at a bounded accuracy cost', () => {
-    const check = (
-      meanLength: number,
-      sampledAccuracy: number,
-      restateRate: number,
-    ): HeldOutCheck => ({
-      sampledAccuracy,
-      greedyAccuracy: sampledAccuracy,
-      meanLength,
-      hedgeRate: 0,
-      restateRate,
-      byTerms: [],
-    });
+  it('(c) is met only for a shorter policy that loses nothing on the easy half', () => {
+    // by difficulty: [terms, prompts, sampled pass@1, mean length]
+    type Bucket = [number, number, number, number];
+    const check = (buckets: Bucket[], restateRate: number): HeldOutCheck => {
+      const prompts = buckets.reduce((sum, [, count]) => sum + count, 0);
+      const mean = (index: 2 | 3) =>
+        buckets.reduce((sum, bucket) => sum + bucket[1] * bucket[index], 0) / prompts;
+      return {
+        sampledAccuracy: mean(2),
+        greedyAccuracy: mean(2),
+        meanLength: mean(3),
+        hedgeRate: 0,
+        restateRate,
+        byTerms: buckets.map(([terms, count, sampledAccuracy, meanLength]) => ({
+          terms,
+          prompts: count,
+          sampledAccuracy,
+          meanLength,
+        })),
+      };
+    };
     const run = (last: HeldOutCheck) => ({
       history: [{ step: 10, heldOut: last } as GrpoStepRecord],
-      initialHeldOut: check(30, 0.4, 0.5),
+      initialHeldOut: check([[3, 10, 0.4, 30]], 0.5),
       initialHeldOutAccuracy: 0.4,
       steps: 10,
       sampledCompletions: 0,
@@ -196,28 +204,77 @@ describe('claims building blocks', () => {
       timeMs: 0,
       engine: 'optimum',
     });
-    const teacher = run(check(36, 0.7, 0.7));
+    // free teacher: easy (3–4 terms) 80%, hard (5–6) 60%, 40 tokens on average
+    const free: Bucket[] = [
+      [3, 10, 0.8, 30],
+      [4, 10, 0.8, 36],
+      [5, 10, 0.6, 44],
+      [6, 10, 0.6, 50],
+    ];
+    const teacher = run(check(free, 0.7));
     const rowOf = (penalized: HeldOutCheck) => {
       const claims = {
         steps: 10,
-        naiveReward: run(check(36, 0.7, 0.7)),
+        naiveReward: run(check(free, 0.7)),
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
         hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
-        noDynamicSampling: run(check(36, 0.7, 0.7)),
+        noDynamicSampling: run(check(free, 0.7)),
         lengthPenalty: run(penalized),
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
         thinkingBudget: [],
       } satisfies ClaimsResult;
       return claimTargets(teacher, claims).find((row) => row.name.startsWith('length penalty'))!;
     };
-    const shorter = rowOf(check(27, 0.68, 0.05));
-    expect(shorter.value).toBeCloseTo(0.75);
-    expect(shorter.met).toBe(true);
-    expect(shorter.detail).toContain('restate the question 5.0% vs 70.0% (50.0% before RL)');
-    // As short, but the trade cost more than the bound: a collapse, not a trade.
-    const collapsed = rowOf(check(27, 0.7 - (LENGTH_PENALTY_MAX_COST + 1) / 100, 0.05));
-    expect(collapsed.met).toBe(false);
-    expect(rowOf(check(33, 0.7, 0.4)).met).toBe(false);
+    // 30 tokens on average (0.75×), easy as good as before, hard 20 points worse: met
+    const traded = rowOf(
+      check(
+        [
+          [3, 10, 0.82, 20],
+          [4, 10, 0.8, 26],
+          [5, 10, 0.4, 34],
+          [6, 10, 0.4, 40],
+        ],
+        0.05,
+      ),
+    );
+    expect(traded.value).toBeCloseTo(0.75);
+    expect(traded.met).toBe(true);
+    expect(traded.detail).toContain('restate the question 5.0% vs 70.0% (50.0% before RL)');
+    expect(traded.detail).toContain(
+      'easy (3–4 terms): length 23.0 vs 33.0, sampled pass@1 81.0% vs 80.0% (cost -1.0 points)',
+    );
+    expect(traded.detail).toContain('hard (5–6 terms): length 37.0 vs 47.0');
+    expect(traded.detail).toContain('(cost 20.0 points)');
+    // as short, but the easy half lost more than the bound: not met
+    const easyLoss = 0.8 - (LENGTH_PENALTY_EASY_MAX_COST + 1) / 100;
+    const costly = check(
+      [
+        [3, 10, easyLoss, 20],
+        [4, 10, easyLoss, 26],
+        [5, 10, 0.6, 34],
+        [6, 10, 0.6, 40],
+      ],
+      0.05,
+    );
+    expect(rowOf(costly).met).toBe(false);
+    // no loss anywhere but not short enough (0.925×): not met
+    const long = free.map(
+      ([terms, count, accuracy, length]): Bucket => [terms, count, accuracy, length - 3],
+    );
+    expect(rowOf(check(long, 0.4)).met).toBe(false);
+    // an odd number of difficulties: the easy half is the lower one (3 of 2–4 → 2 only)
+    const halves = difficultyHalves(
+      check(
+        [
+          [2, 1, 1, 1],
+          [3, 1, 1, 1],
+          [4, 1, 1, 1],
+        ],
+        0,
+      ),
+    );
+    expect([...halves.easy]).toEqual([2]);
+    expect([...halves.hard]).toEqual([3, 4]);
   });
 
   it('(a) compares the naive arm with its own control when the claim has its own warm-start', () => {

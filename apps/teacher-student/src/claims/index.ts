@@ -1,4 +1,5 @@
 import type { Checkpoint } from '@rlvr/model';
+import { claimSteps } from '../config.js';
 import { type ArmContext, type ArmResult, runArm, type Transcript, transcripts } from './arms.js';
 import { type BudgetPoint, thinkingBudgetCurve } from './budget.js';
 
@@ -76,7 +77,7 @@ export async function runClaims(
     samples: 4,
   });
   return {
-    steps: config.claims.steps,
+    steps: claimSteps(config),
     naiveReward: strip(naive),
     ...(hackingControl === undefined ? {} : { hackingControl: strip(hackingControl) }),
     hackingWarmStart:
