@@ -1,4 +1,5 @@
 import { CHART_COLORS, type ChartSeries, lineChart } from '@rlvr/report';
+import type { ClaimsResult } from './claims/index.js';
 import type { GrpoStepRecord, HeldOutCheck } from './grpo.js';
 import type { Report } from './report.js';
 
@@ -198,6 +199,47 @@ export function growthCharts(report: Report): string[] {
   ];
 }
 
+/**
+ * (c) by difficulty: held-out sampled pass@1 and mean length per number of terms at the compared
+ * step, with and without the penalty (the row compares the easy half and reports the hard half).
+ */
+function lengthPenaltyByDifficulty(teacher: Report['grpo']['teacher'], claims: ClaimsResult) {
+  const last = (history: GrpoStepRecord[]) =>
+    history.filter((record) => record.heldOut !== undefined).at(-1)?.heldOut;
+  const free = last(teacher.history);
+  const penalized = last(claims.lengthPenalty.history);
+  const pair = (pick: (bucket: HeldOutCheck['byTerms'][number]) => number) =>
+    [
+      ['no penalty', free, 0],
+      ['length penalty', penalized, 1],
+    ].map(([name, check, index]) => ({
+      name: name as string,
+      color: color(index as number),
+      points: ((check as HeldOutCheck | undefined)?.byTerms ?? []).map(
+        (bucket) => [bucket.terms, pick(bucket)] as Point,
+      ),
+    }));
+  return [
+    lineChart({
+      id: 'length-penalty-by-difficulty',
+      title: `Length penalty by difficulty: held-out pass@1 (step ${claims.steps})`,
+      xLabel: 'terms in the chain',
+      yLabel: 'sampled pass@1',
+      yMin: 0,
+      yMax: 1,
+      series: pair((bucket) => bucket.sampledAccuracy),
+    }),
+    lineChart({
+      id: 'length-penalty-length-by-difficulty',
+      title: `Length penalty by difficulty: held-out length (step ${claims.steps})`,
+      xLabel: 'terms in the chain',
+      yLabel: 'mean tokens (sampled)',
+      yMin: 0,
+      series: pair((bucket) => bucket.meanLength),
+    }),
+  ];
+}
+
 /** (a)–(d): the claims phase's charts (none when it did not run). */
 export function claimCharts(report: Report): string[] {
   const claims = report.claims;
@@ -334,6 +376,7 @@ export function claimCharts(report: Report): string[] {
         },
       ],
     }),
+    ...lengthPenaltyByDifficulty(teacher, claims),
     lineChart({
       id: 'thinking-budget',
       title: 'Test-time compute: thinking budget vs voting (RL teacher)',

@@ -196,6 +196,8 @@ describe('teacher-student --quick, end to end', () => {
         'dynamic-sampling',
         'length-penalty',
         'length-penalty-accuracy',
+        'length-penalty-by-difficulty',
+        'length-penalty-length-by-difficulty',
         'thinking-budget',
       ]) {
         expect(result.dom).toContain(`data-chart="${id}"`);
