@@ -59,6 +59,19 @@ describe('configFromArgs', () => {
     ).not.toThrow();
   });
 
+  it('checks the length-penalty onset against maxNewTokens', () => {
+    const onset = (lengthPenaltyOnset: number) => () =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        claims: { ...DEFAULT_CONFIG.claims, lengthPenaltyOnset },
+      });
+    expect(onset(59)().claims.lengthPenaltyOnset).toBe(59);
+    expect(onset(0)).not.toThrow();
+    expect(onset(60)).toThrow(/'claims\.lengthPenaltyOnset'/);
+    expect(onset(-1)).toThrow(/'claims\.lengthPenaltyOnset'/);
+    expect(onset(2.5)).toThrow(/'claims\.lengthPenaltyOnset'/);
+  });
+
   it('rejects bad config-file values naming the field', () => {
     expect(() =>
       validateConfig({
@@ -96,7 +109,7 @@ describe('configFromArgs', () => {
     expect(parameterOf(withMix({ hedgeMaxExtra: 1.5 }))).toBe(
       'claims.hackingWarmStart.hedgeMaxExtra',
     );
-    expect(withMix({})().claims.hackingWarmStart).toEqual({ hedgeRate: 0.1, hedgeMaxExtra: 4 });
+    expect(withMix({})().claims.hackingWarmStart).toEqual({ hedgeRate: 0.15, hedgeMaxExtra: 6 });
     // an unknown key in the section is rejected, naming the closest valid one
     expect(() => checkKnownKeys({ claims: { hackingWarmStart: { hedgeRat: 0.1 } } })).toThrow(
       /hedgeRat.*hedgeRate|hedgeRate.*hedgeRat/s,

@@ -125,6 +125,12 @@ export type RunConfig = {
     /** `penaltyFactor` of the length-penalty arm's soft length penalty (`overlong`). */
     lengthPenaltyFactor: number;
     /**
+     * Completion length (tokens) from which the length-penalty arm's penalty starts, falling
+     * linearly to −`lengthPenaltyFactor` at `maxNewTokens` (`overlong.bufferLength` =
+     * `maxNewTokens` − this); below `maxNewTokens`.
+     */
+    lengthPenaltyOnset: number;
+    /**
      * The warm-start's hedged-answer mix for the reward-hacking claim (a): when it differs from
      * `warmStart`'s, the claim gets its own SFT teacher (same data, init and steps, this mix) and
      * its own control (the same GRPO run rewarded by the verifier), so the exploit's prevalence
@@ -172,7 +178,9 @@ export const DEFAULT_CONFIG: RunConfig = {
     hedgeRate: 0.05,
     hedgeMaxExtra: 3,
     verboseRate: 0.5,
-    verboseSlipRate: 0.1,
+    // 0.1 left seed 3's SFT teacher with a small verbose edge (47.8% vs 42.5% correct), and GRPO
+    // dropped the style: (c) and (e) failed there
+    verboseSlipRate: 0.05,
   },
   grpo: {
     maxSteps: 30,
@@ -198,8 +206,13 @@ export const DEFAULT_CONFIG: RunConfig = {
     // on by default: the README's main command shows every claim (`--no-claims` skips them)
     enabled: true,
     lengthPenaltyFactor: 1.5,
-    // with the main mix (5% hedged, 1–3 extra digits) seed 1's naive arm never amplified hedging
-    hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
+    // from 4 tokens on, the penalty made a guess without steps (~6 tokens) pay better than a plain
+    // chain on seed 3's hard prompts (sampled pass@1 there 18.9%); from 30, only tokens past a
+    // plain chain's length cost
+    lengthPenaltyOnset: 30,
+    // with the main mix (5% hedged, 1–3 extra digits) seed 1's naive arm never amplified hedging,
+    // with 10% of 1–4 seed 3's did not
+    hackingWarmStart: { hedgeRate: 0.15, hedgeMaxExtra: 6 },
   },
   distill: {
     prompts: 2000,
@@ -232,7 +245,12 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
   warmStart: { examples: 600, steps: 1400, batchSize: 32, verboseRate: 0 },
   grpo: { maxSteps: 40, studentSteps: 10, promptsPerStep: 16, evalEvery: 10, evalPrompts: 32 },
   // the quick warm-start's own mix: no second SFT teacher
-  claims: { steps: 20, hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 } },
+  // (no verbose traces: the penalty from 4 tokens, as before, keeps the quick arm unchanged)
+  claims: {
+    steps: 20,
+    lengthPenaltyOnset: 4,
+    hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
+  },
   distill: { prompts: 300, tracesPerPrompt: 4, epochs: 3, learningRate: 6e-3 },
   evaluation: { samples: 16 },
   workers: 1,
@@ -418,6 +436,12 @@ export function validateConfig(config: RunConfig): RunConfig {
   }
   if (config.claims.steps !== undefined) int(config.claims.steps, 'claims.steps', 1);
   num(config.claims.lengthPenaltyFactor, 'claims.lengthPenaltyFactor', 0);
+  validateInteger(config.claims.lengthPenaltyOnset, {
+    parameter: 'claims.lengthPenaltyOnset',
+    functionName: FN,
+    min: 0,
+    max: config.maxNewTokens - 1,
+  });
   rate(config.claims.hackingWarmStart.hedgeRate, 'claims.hackingWarmStart.hedgeRate');
   validateInteger(config.claims.hackingWarmStart.hedgeMaxExtra, {
     parameter: 'claims.hackingWarmStart.hedgeMaxExtra',

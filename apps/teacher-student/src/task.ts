@@ -117,7 +117,7 @@ export type TraceStyle = {
    * tokens that buy no accuracy, which a length penalty can remove for free. (A re-check restating
    * the *steps* after the chain was tried first: the model recomputed it, with its own slips, and
    * answered from it, so it cost accuracy and GRPO removed it without any penalty.) The verbose
-   * writer is a little more careful (`verboseSlipRate`): without that the two styles were equally
+   * writer is more careful (`verboseSlipRate`): without that the two styles were equally
    * accurate and unpenalized GRPO collapsed the 50/50 mix to one side at random (seed 1 kept 72%
    * verbose, seed 2 fell to 6%), so a length penalty had nothing to trade. Short and
    * verbose are exclusive (`shortRate + verboseRate` ≤ 1: one draw picks the style); 0 (the

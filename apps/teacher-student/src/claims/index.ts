@@ -38,7 +38,7 @@ const strip = ({ checkpoint: _checkpoint, ...rest }: ArmResult & { checkpoint: C
  * The claims phase: three GRPO arms from the SFT teacher with the teacher run's seed and settings
  * for `claims.steps` steps — (a) the naive checker as the correctness reward, (b) dynamic sampling
  * off, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
- * from 4 tokens on, reaching `claims.lengthPenaltyFactor` at `maxNewTokens`) — and (d) the RL
+ * from `claims.lengthPenaltyOnset` tokens on, reaching `claims.lengthPenaltyFactor` at `maxNewTokens`) — and (d) the RL
  * teacher's thinking-budget curve on the held-out prompts. (e), length growing with accuracy,
  * reads the teacher run's own held-out checks. The controls of (a)–(c) are the teacher run's held-out
  * check at the same step, so each arm costs one GRPO run.
@@ -64,7 +64,7 @@ export async function runClaims(
   });
   const lengthPenaltySettings = {
     maxLength: config.maxNewTokens,
-    bufferLength: config.maxNewTokens - 4,
+    bufferLength: config.maxNewTokens - config.claims.lengthPenaltyOnset,
     penaltyFactor: config.claims.lengthPenaltyFactor,
   };
   const lengthPenalty = await runArm(context, 'length-penalty', {
