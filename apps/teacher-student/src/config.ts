@@ -450,20 +450,25 @@ export function validateConfig(config: RunConfig): RunConfig {
     max: 9,
   });
   const steps = claimSteps(config);
+  if (config.claims.enabled && config.grpo.evalEvery === 0) {
+    throw new InvalidArgumentError({
+      parameter: 'grpo.evalEvery',
+      functionName: FN,
+      value: 0,
+      expected:
+        'held-out checks (evalEvery ≥ 1) when the claims phase runs (or --no-claims): its arms are compared with the teacher run’s checks',
+    });
+  }
   if (
     config.claims.enabled &&
     (steps > config.grpo.maxSteps ||
-      config.grpo.evalEvery === 0 ||
       (steps % config.grpo.evalEvery !== 0 && steps !== config.grpo.maxSteps))
   ) {
     throw new InvalidArgumentError({
-      parameter: config.grpo.evalEvery === 0 ? 'grpo.evalEvery' : 'claims.steps',
+      parameter: 'claims.steps',
       functionName: FN,
-      value: config.grpo.evalEvery === 0 ? 0 : steps,
-      expected:
-        config.grpo.evalEvery === 0
-          ? 'held-out checks (evalEvery ≥ 1) when the claims phase runs (or --no-claims): its arms are compared with the teacher run’s checks'
-          : `grpo.maxSteps (${config.grpo.maxSteps}, the default) or a multiple of grpo.evalEvery (${config.grpo.evalEvery}) below it: the arms are compared with the teacher run's held-out check at that step`,
+      value: steps,
+      expected: `grpo.maxSteps (${config.grpo.maxSteps}, the default) or a multiple of grpo.evalEvery (${config.grpo.evalEvery}) below it: the arms are compared with the teacher run's held-out check at that step`,
     });
   }
   int(config.distill.prompts, 'distill.prompts', 1);

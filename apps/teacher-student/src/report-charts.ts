@@ -1,5 +1,6 @@
 import { CHART_COLORS, type ChartSeries, lineChart } from '@rlvr/report';
 import type { ClaimsResult } from './claims/index.js';
+import { checkAt } from './claims/targets.js';
 import type { GrpoStepRecord, HeldOutCheck } from './grpo.js';
 import type { Report } from './report.js';
 
@@ -204,20 +205,15 @@ export function growthCharts(report: Report): string[] {
  * step, with and without the penalty (the row compares the easy half and reports the hard half).
  */
 function lengthPenaltyByDifficulty(teacher: Report['grpo']['teacher'], claims: ClaimsResult) {
-  const last = (history: GrpoStepRecord[]) =>
-    history.filter((record) => record.heldOut !== undefined).at(-1)?.heldOut;
-  const free = last(teacher.history);
-  const penalized = last(claims.lengthPenalty.history);
+  const runs = [
+    { name: 'no penalty', check: checkAt(teacher, claims.steps), index: 0 },
+    { name: 'length penalty', check: checkAt(claims.lengthPenalty), index: 1 },
+  ];
   const pair = (pick: (bucket: HeldOutCheck['byTerms'][number]) => number) =>
-    [
-      ['no penalty', free, 0],
-      ['length penalty', penalized, 1],
-    ].map(([name, check, index]) => ({
-      name: name as string,
-      color: color(index as number),
-      points: ((check as HeldOutCheck | undefined)?.byTerms ?? []).map(
-        (bucket) => [bucket.terms, pick(bucket)] as Point,
-      ),
+    runs.map(({ name, check, index }) => ({
+      name,
+      color: color(index),
+      points: (check?.byTerms ?? []).map((bucket) => [bucket.terms, pick(bucket)] as Point),
     }));
   return [
     lineChart({

@@ -36,7 +36,7 @@ function firstLast(history: GrpoStepRecord[], pick: (record: GrpoStepRecord) => 
 }
 
 /** The held-out check of a run at a step (or its last one). */
-function checkAt(run: Run, step?: number): HeldOutCheck | undefined {
+export function checkAt(run: Run, step?: number): HeldOutCheck | undefined {
   const records = run.history.filter(
     (record) => record.heldOut !== undefined && (step === undefined || record.step <= step),
   );
@@ -154,22 +154,22 @@ function lengthPenaltyTarget(teacher: Run, claims: ClaimsResult): Target {
   const penalized = checkAt(claims.lengthPenalty) ?? EMPTY;
   const ratio = free.meanLength > 0 ? penalized.meanLength / free.meanLength : 0;
   const cost = 100 * (free.sampledAccuracy - penalized.sampledAccuracy);
-  const { easy, hard } = difficultyHalves(free);
-  const easyFree = bucketStats(free, easy);
-  const easyPenalized = bucketStats(penalized, easy);
-  const hardFree = bucketStats(free, hard);
-  const hardPenalized = bucketStats(penalized, hard);
-  const easyCost = 100 * (easyFree.accuracy - easyPenalized.accuracy);
-  const hardCost = 100 * (hardFree.accuracy - hardPenalized.accuracy);
+  // each half of the difficulties: both runs' prompt-weighted stats and the penalty's cost
+  const compare = (name: string, terms: ReadonlySet<number>) => {
+    const without = bucketStats(free, terms);
+    const withPenalty = bucketStats(penalized, terms);
+    const halfCost = 100 * (without.accuracy - withPenalty.accuracy);
+    return {
+      without,
+      withPenalty,
+      cost: halfCost,
+      text: `${name} (${range(terms)} terms): length ${withPenalty.length.toFixed(1)} vs ${without.length.toFixed(1)}, sampled pass@1 ${pct(withPenalty.accuracy)} vs ${pct(without.accuracy)} (cost ${halfCost.toFixed(1)} points)`,
+    };
+  };
+  const halves = difficultyHalves(free);
+  const easy = compare('easy', halves.easy);
+  const hard = compare('hard', halves.hard);
   const settings = claims.lengthPenaltySettings;
-  const half = (
-    name: string,
-    terms: ReadonlySet<number>,
-    a: typeof easyFree,
-    b: typeof easyFree,
-    c: number,
-  ) =>
-    `${name} (${range(terms)} terms): length ${a.length.toFixed(1)} vs ${b.length.toFixed(1)}, sampled pass@1 ${pct(a.accuracy)} vs ${pct(b.accuracy)} (cost ${c.toFixed(1)} points)`;
   return {
     name: 'length penalty trades accuracy for cost',
     goal: `held-out mean length with the penalty ≤ 0.8 × without (step ${claims.steps}), at no sampled pass@1 cost on the easy half of the prompts (≤ ${LENGTH_PENALTY_EASY_MAX_COST} points)`,
@@ -178,10 +178,10 @@ function lengthPenaltyTarget(teacher: Run, claims: ClaimsResult): Target {
     met:
       ratio > 0 &&
       ratio <= 0.8 &&
-      easyFree.prompts > 0 &&
-      easyPenalized.prompts > 0 &&
-      easyCost <= LENGTH_PENALTY_EASY_MAX_COST,
-    detail: `length ${penalized.meanLength.toFixed(1)} vs ${free.meanLength.toFixed(1)} tokens, sampled pass@1 ${pct(penalized.sampledAccuracy)} vs ${pct(free.sampledAccuracy)} (cost ${cost.toFixed(1)} points), greedy ${pct(penalized.greedyAccuracy)} vs ${pct(free.greedyAccuracy)}; ${half('easy', easy, easyPenalized, easyFree, easyCost)}; ${half('hard', hard, hardPenalized, hardFree, hardCost)}; completions that restate the question ${pct(penalized.restateRate)} vs ${pct(free.restateRate)} (${pct(teacher.initialHeldOut?.restateRate ?? 0)} before RL) (penalty ${settings.penaltyFactor} at ${settings.maxLength} tokens, from ${settings.maxLength - settings.bufferLength} tokens on)`,
+      easy.without.prompts > 0 &&
+      easy.withPenalty.prompts > 0 &&
+      easy.cost <= LENGTH_PENALTY_EASY_MAX_COST,
+    detail: `length ${penalized.meanLength.toFixed(1)} vs ${free.meanLength.toFixed(1)} tokens, sampled pass@1 ${pct(penalized.sampledAccuracy)} vs ${pct(free.sampledAccuracy)} (cost ${cost.toFixed(1)} points), greedy ${pct(penalized.greedyAccuracy)} vs ${pct(free.greedyAccuracy)}; ${easy.text}; ${hard.text}; completions that restate the question ${pct(penalized.restateRate)} vs ${pct(free.restateRate)} (${pct(teacher.initialHeldOut?.restateRate ?? 0)} before RL) (penalty ${settings.penaltyFactor} at ${settings.maxLength} tokens, from ${settings.maxLength - settings.bufferLength} tokens on)`,
   };
 }
 
