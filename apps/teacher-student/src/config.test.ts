@@ -72,6 +72,21 @@ describe('configFromArgs', () => {
     expect(onset(2.5)).toThrow(/'claims\.lengthPenaltyOnset'/);
   });
 
+  it("checks the dynamic-sampling claim's group size (a GRPO group: at least 2)", () => {
+    const size = (dynamicSamplingGroupSize: number) => () =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        claims: { ...DEFAULT_CONFIG.claims, dynamicSamplingGroupSize },
+      });
+    expect(DEFAULT_CONFIG.claims.dynamicSamplingGroupSize).toBe(4);
+    expect(size(2)().claims.dynamicSamplingGroupSize).toBe(2);
+    expect(size(1)).toThrow(/'claims\.dynamicSamplingGroupSize'/);
+    expect(size(3.5)).toThrow(/'claims\.dynamicSamplingGroupSize'/);
+    expect(() => checkKnownKeys({ claims: { dynamicSamplingGroupSiz: 4 } })).toThrow(
+      /dynamicSamplingGroupSize/,
+    );
+  });
+
   it('rejects bad config-file values naming the field', () => {
     expect(() =>
       validateConfig({

@@ -137,6 +137,12 @@ export type RunConfig = {
      * does not change the main run.
      */
     hackingWarmStart: { hedgeRate: number; hedgeMaxExtra: number };
+    /**
+     * `groupSize` of the dynamic-sampling claim's two arms (b), on and off (≥ 2). Smaller groups
+     * are more often all-correct or all-wrong, so the filter has groups to drop. When it is
+     * `grpo.groupSize` and the run's `dynamicSampling` is on, the teacher run is the "on" arm.
+     */
+    dynamicSamplingGroupSize: number;
   };
   distill: {
     /** Training prompts the RL teacher writes traces for. */
@@ -213,6 +219,9 @@ export const DEFAULT_CONFIG: RunConfig = {
     // with the main mix (5% hedged, 1–3 extra digits) seed 1's naive arm never amplified hedging,
     // with 10% of 1–4 seed 3's did not
     hackingWarmStart: { hedgeRate: 0.15, hedgeMaxExtra: 6 },
+    // with the run's 8 samples per prompt, seed 3's groups were zero-variance 3% of the time and
+    // on/off ended 9.2 points apart the wrong way (trajectory noise); with 4, 17-21%: +7.2
+    dynamicSamplingGroupSize: 4,
   },
   distill: {
     prompts: 2000,
@@ -449,6 +458,7 @@ export function validateConfig(config: RunConfig): RunConfig {
     min: 1,
     max: 9,
   });
+  int(config.claims.dynamicSamplingGroupSize, 'claims.dynamicSamplingGroupSize', 2);
   const steps = claimSteps(config);
   if (config.claims.enabled && config.grpo.evalEvery === 0) {
     throw new InvalidArgumentError({

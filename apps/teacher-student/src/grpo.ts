@@ -289,7 +289,7 @@ export async function runGrpo(options: {
       const metrics = await grpo.step();
       const record = stepRecord(metrics, 0);
       sampledCompletions +=
-        (metrics.metrics['dynamic_sampling/generated_groups'] ?? 0) * (config.groupSize ?? 8);
+        (metrics.metrics['dynamic_sampling/generated_groups'] ?? 0) * grpo.config.groupSize;
       skippedUpdates += metrics.metrics.skipped_updates ?? 0;
       const step = record.step;
       if (config.evalEvery > 0 && (step % config.evalEvery === 0 || step === options.maxSteps)) {

@@ -247,6 +247,8 @@ export function claimCharts(report: Report): string[] {
   const naive = claims.naiveReward;
   // (a)'s control: its own verifier-rewarded run when the claim has its own warm-start mix
   const hackingControl = claims.hackingControl ?? teacher;
+  // (b)'s "on" arm: its own run when the claim has its own group size
+  const dynamicOn = claims.dynamicSampling ?? teacher;
   const rlTeacher = report.evaluation.find((entry) => entry.name === 'RL teacher');
   return [
     lineChart({
@@ -297,7 +299,7 @@ export function claimCharts(report: Report): string[] {
     }),
     lineChart({
       id: 'dynamic-sampling',
-      title: 'Dynamic sampling on / off',
+      title: `Dynamic sampling on / off (${claims.dynamicSamplingGroupSize} samples per prompt)`,
       xLabel: 'GRPO step',
       yLabel: 'fraction',
       yMin: 0,
@@ -306,14 +308,14 @@ export function claimCharts(report: Report): string[] {
         {
           name: 'held-out pass@1, on',
           color: color(0),
-          points: checks(teacher, (c) => c.sampledAccuracy),
+          points: checks(dynamicOn, (c) => c.sampledAccuracy),
         },
         {
           name: 'held-out pass@1, off',
           color: color(1),
           points: checks(claims.noDynamicSampling, (c) => c.sampledAccuracy),
         },
-        series('zero-variance groups, on', 0, teacher.history, (r) => r.fracZeroStd, {
+        series('zero-variance groups, on', 0, dynamicOn.history, (r) => r.fracZeroStd, {
           dashed: true,
         }),
         series(

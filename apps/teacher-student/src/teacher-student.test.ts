@@ -92,7 +92,15 @@ describe('teacher-student --quick, end to end', () => {
     expect(json.grpo.student.history).toHaveLength(json.config.grpo.studentSteps);
     // Every claim arm ran its steps and has held-out checks (sampled pass@1, length by difficulty).
     const claims = json.claims!;
-    for (const arm of [claims.naiveReward, claims.noDynamicSampling, claims.lengthPenalty]) {
+    // (b) runs its own on/off pair at 4 samples per prompt (the run: 8)
+    expect(claims.dynamicSamplingGroupSize).toBe(4);
+    expect(claims.dynamicSampling).toBeDefined();
+    for (const arm of [
+      claims.naiveReward,
+      claims.dynamicSampling!,
+      claims.noDynamicSampling,
+      claims.lengthPenalty,
+    ]) {
       expect(arm.history).toHaveLength(claims.steps);
       expect(arm.history.at(-1)!.heldOut!.byTerms.length).toBeGreaterThan(0);
     }

@@ -219,6 +219,7 @@ describe('claims building blocks', () => {
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
         hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
         noDynamicSampling: run(check(free, 0.7)),
+        dynamicSamplingGroupSize: 8,
         lengthPenalty: run(penalized),
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
         thinkingBudget: [],
@@ -321,6 +322,7 @@ describe('claims building blocks', () => {
         hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
         noDynamicSampling: control,
+        dynamicSamplingGroupSize: 8,
         lengthPenalty: control,
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
         thinkingBudget: [],
@@ -336,5 +338,69 @@ describe('claims building blocks', () => {
     expect(own.detail).toContain('10.0% hedged answers of 1–4 extra digits, both from the claim');
     // without its own control the teacher run is the control (and here hedges more)
     expect(row(claims()).met).toBe(false);
+  });
+
+  it("(b) compares its own arms at their group size, else the teacher's run with the off arm", () => {
+    const check = (sampledAccuracy: number): HeldOutCheck => ({
+      sampledAccuracy,
+      greedyAccuracy: sampledAccuracy,
+      meanLength: 30,
+      hedgeRate: 0,
+      restateRate: 0,
+      byTerms: [],
+    });
+    const arm = (records: GrpoStepRecord[]) => ({
+      history: records,
+      initialHeldOut: check(0.4),
+      initialHeldOutAccuracy: 0.4,
+      steps: records.length,
+      sampledCompletions: 0,
+      skippedUpdates: 0,
+      timeMs: 0,
+      engine: 'optimum',
+    });
+    // 10 steps with this zero-variance fraction, checked at the last
+    const at = (accuracy: number, zero: number) =>
+      arm(
+        Array.from(
+          { length: 10 },
+          (_, index) =>
+            ({
+              step: index + 1,
+              accuracy: 0.4,
+              robustAccuracy: 0.4,
+              fracZeroStd: zero,
+              ...(index === 9 ? { heldOut: check(accuracy) } : {}),
+            }) as GrpoStepRecord,
+        ),
+      );
+    const teacher = at(0.9, 0.1);
+    const claims = (dynamicSampling?: ReturnType<typeof at>) =>
+      ({
+        steps: 10,
+        naiveReward: teacher,
+        hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
+        hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
+        ...(dynamicSampling === undefined ? {} : { dynamicSampling }),
+        noDynamicSampling: at(0.6, 0.25),
+        dynamicSamplingGroupSize: 4,
+        lengthPenalty: teacher,
+        lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
+        thinkingBudget: [],
+      }) satisfies ClaimsResult;
+    const row = (result: ClaimsResult) =>
+      claimTargets(teacher, result).find((entry) => entry.name.startsWith('dynamic sampling'))!;
+    // its own "on" arm (50%) is below the off arm (60%): not met, whatever the teacher run did
+    const own = row(claims(at(0.5, 0.2)));
+    expect(own.value).toBeCloseTo(-10, 6);
+    expect(own.met).toBe(false);
+    expect(own.goal).toContain('4 samples per prompt');
+    expect(own.detail).toContain('two runs from the SFT teacher at 4 samples per prompt');
+    expect(own.detail).toContain('20.0% (on, such groups resampled/dropped) vs 25.0% (off');
+    // without one, the teacher run (90%) is the "on" arm
+    const reused = row(claims());
+    expect(reused.value).toBeCloseTo(30, 6);
+    expect(reused.met).toBe(true);
+    expect(reused.detail).toContain('the teacher run (on)');
   });
 });

@@ -22,8 +22,15 @@ export type ClaimsResult = {
   hackingWarmStart: { hedgeRate: number; hedgeMaxExtra: number };
   /** Held-out transcripts of the naive arm's final policy with both verdicts. */
   hacking: { examples: Transcript[]; total: number; caught: number; hedged: number };
-  /** (b) The same run with `dynamicSampling: false`. */
+  /**
+   * (b)'s "on" arm: the run with `groupSize: dynamicSamplingGroupSize` and dynamic sampling on.
+   * Absent: that is the teacher run's own setting, and the teacher run is it.
+   */
+  dynamicSampling?: ArmResult;
+  /** (b) The same run as the "on" arm with `dynamicSampling: false`. */
   noDynamicSampling: ArmResult;
+  /** `groupSize` of (b)'s two arms. */
+  dynamicSamplingGroupSize: number;
   /** (c) The same run with a soft length penalty (`overlong`). */
   lengthPenalty: ArmResult;
   lengthPenaltySettings: { maxLength: number; bufferLength: number; penaltyFactor: number };
@@ -37,11 +44,11 @@ const strip = ({ checkpoint: _checkpoint, ...rest }: ArmResult & { checkpoint: C
 /**
  * The claims phase: three GRPO arms from the SFT teacher with the teacher run's seed and settings
  * for `claims.steps` steps — (a) the naive checker as the correctness reward, (b) dynamic sampling
- * off, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
+ * on and off at `claims.dynamicSamplingGroupSize` samples per prompt, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
  * from `claims.lengthPenaltyOnset` tokens on, reaching `claims.lengthPenaltyFactor` at `maxNewTokens`) — and (d) the RL
  * teacher's thinking-budget curve on the held-out prompts. (e), length growing with accuracy,
- * reads the teacher run's own held-out checks. The controls of (a)–(c) are the teacher run's held-out
- * check at the same step, so each arm costs one GRPO run.
+ * reads the teacher run's own held-out checks. The controls of (a) and (c), and of (b) at the run's
+ * own group size, are the teacher run's held-out check at the same step.
  */
 export async function runClaims(
   context: ArmContext & { rlTeacher: Checkpoint; hackingTeacher?: Checkpoint },
@@ -59,8 +66,17 @@ export async function runClaims(
     seed: config.seed + 11,
     samples: 2,
   });
+  const groupSize = config.claims.dynamicSamplingGroupSize;
+  // the run's filter settings when it has them, else the trainer's defaults (`true`)
+  const on = config.grpo.dynamicSampling || true;
+  const dynamic =
+    groupSize === config.grpo.groupSize && config.grpo.dynamicSampling
+      ? undefined
+      : await runArm(context, 'dynamic-sampling', {
+          overrides: { groupSize, dynamicSampling: on },
+        });
   const noDynamic = await runArm(context, 'no-dynamic-sampling', {
-    overrides: { dynamicSampling: false },
+    overrides: { groupSize, dynamicSampling: false },
   });
   const lengthPenaltySettings = {
     maxLength: config.maxNewTokens,
@@ -85,7 +101,9 @@ export async function runClaims(
         ? { hedgeRate: config.warmStart.hedgeRate, hedgeMaxExtra: config.warmStart.hedgeMaxExtra }
         : config.claims.hackingWarmStart,
     hacking,
+    ...(dynamic === undefined ? {} : { dynamicSampling: strip(dynamic) }),
     noDynamicSampling: strip(noDynamic),
+    dynamicSamplingGroupSize: groupSize,
     lengthPenalty: strip(lengthPenalty),
     lengthPenaltySettings,
     thinkingBudget,

@@ -96,18 +96,24 @@ function hackingTarget(teacher: Run, claims: ClaimsResult): Target {
 }
 
 function dynamicTarget(teacher: Run, claims: ClaimsResult): Target {
-  const on = checkAt(teacher, claims.steps) ?? EMPTY;
+  const onRun = claims.dynamicSampling ?? teacher;
+  const on = checkAt(onRun, claims.steps) ?? EMPTY;
   const off = checkAt(claims.noDynamicSampling) ?? EMPTY;
   const zero = (history: GrpoStepRecord[]) => meanOf(history.map((record) => record.fracZeroStd));
-  const onHistory = teacher.history.filter((record) => record.step <= claims.steps);
+  const onHistory = onRun.history.filter((record) => record.step <= claims.steps);
   const value = 100 * (on.sampledAccuracy - off.sampledAccuracy);
+  const size = claims.dynamicSamplingGroupSize;
+  const arms =
+    claims.dynamicSampling === undefined
+      ? 'the teacher run (on) and the same run without the filter'
+      : `two runs from the SFT teacher at ${size} samples per prompt, on and off`;
   return {
     name: 'dynamic sampling (zero-variance filtering)',
-    goal: `held-out sampled pass@1 at step ${claims.steps}: dynamic sampling on ≥ off`,
+    goal: `held-out sampled pass@1 at step ${claims.steps}: dynamic sampling on ≥ off (${size} samples per prompt)`,
     value,
     unit: 'points',
     met: value >= 0,
-    detail: `on ${pct(on.sampledAccuracy)} vs off ${pct(off.sampledAccuracy)}; zero-variance fraction of sampled groups ${pct(zero(onHistory))} (on, such groups resampled/dropped) vs ${pct(zero(claims.noDynamicSampling.history))} (off, trained on with zero advantage)`,
+    detail: `${arms}: on ${pct(on.sampledAccuracy)} vs off ${pct(off.sampledAccuracy)}; zero-variance fraction of sampled groups ${pct(zero(onHistory))} (on, such groups resampled/dropped) vs ${pct(zero(claims.noDynamicSampling.history))} (off, trained on with zero advantage)`,
   };
 }
 
