@@ -98,6 +98,7 @@ for (const name of CHOSEN) {
     ort,
     spec,
     {
+      linearLayout: 'hf',
       ropeTheta: config.rope_theta,
       rmsNormEps: config.rms_norm_eps,
       beta1: BETA1,

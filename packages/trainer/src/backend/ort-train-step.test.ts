@@ -1,11 +1,13 @@
 import { createRng } from '@rlvr/core';
-import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
+import { type Checkpoint, createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
+import * as tf from '@tensorflow/tfjs-core';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { createLlamaModel } from '../model/llama-model.js';
 import type { TokenSequence } from '../train/batch.js';
 import { createPolicyTrainer } from '../train/policy-trainer.js';
 import { createOrtTrainStep } from './ort-train-step.js';
+import { ORT_TRAIN_STEP } from './ort-train-step-kernel.js';
 import { selectBackend } from './select-backend.js';
 
 type Case = {
@@ -34,10 +36,43 @@ function sequences(vocab: number): TokenSequence[] {
   }));
 }
 
-describe('the onnxruntime train-step graph (prototype)', () => {
+// lr 1e-2 and a clipping norm the gradients exceed: the updates matter for steps 2 and 3
+const LEARNING_RATE = 1e-2;
+const MAX_GRAD_NORM = 0.5;
+
+/** A trainer whose model is created with (`graph`) or without the train-step kernel registered. */
+async function trainer(checkpoint: Checkpoint, graph: boolean, weightDecay: number) {
+  const kernel = tf.getKernel(ORT_TRAIN_STEP, 'wasm')!;
+  if (!graph) tf.unregisterKernel(ORT_TRAIN_STEP, 'wasm');
+  const model = await createLlamaModel(checkpoint);
+  if (!graph) tf.registerKernel(kernel);
+  expect(model.ops.trainStep === true).toBe(graph);
+  const policy = await createPolicyTrainer(model, {
+    schedule: { learningRate: LEARNING_RATE },
+    maxGradNorm: MAX_GRAD_NORM,
+    optimizer: { weightDecay },
+  });
+  return { model, policy };
+}
+
+const weightsOf = (checkpoint: Checkpoint) =>
+  new Map(checkpoint.tensors.map((tensor) => [tensor.name, tensor.data]));
+
+function worstDifference(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
+  expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
+  let worst = 0;
+  for (const [name, data] of a) {
+    const other = b.get(name)!;
+    for (let i = 0; i < data.length; i++) worst = Math.max(worst, Math.abs(data[i]! - other[i]!));
+  }
+  return worst;
+}
+
+describe('the onnxruntime train-step graph', () => {
   for (const c of CASES) {
-    it(`matches sftStep's loss, gradient norm and updated weights over 3 steps (${c.name})`, async () => {
-      await selectBackend();
+    it(`matches the tfjs sftStep's loss, gradient norm and weights over 3 steps (${c.name})`, async () => {
+      const selected = await selectBackend();
+      expect(selected.matMul).toBe('onnxruntime');
       const spec = {
         hidden_size: 32,
         num_hidden_layers: 2,
@@ -51,70 +86,56 @@ describe('the onnxruntime train-step graph (prototype)', () => {
       const config = parseLlamaConfig({ ...spec, max_position_embeddings: 64 });
       const checkpoint = createRandomCheckpoint(config, { seed: 3, std: 0.2 });
       const batch = sequences(spec.vocab_size);
-      // lr 1e-2 and a clipping norm the gradients exceed: the updates matter for steps 2 and 3
-      const learningRate = 1e-2;
-      const maxGradNorm = 0.5;
       const weightDecay = c.weightDecay ?? 0;
-      const model = await createLlamaModel(checkpoint);
-      const trainer = await createPolicyTrainer(model, {
-        schedule: { learningRate },
-        maxGradNorm,
-        optimizer: { weightDecay },
-      });
-      const graph = await createOrtTrainStep(
+      // the reference: the tfjs model and optimizer; then sftStep through the kernel (weights held
+      // [in, out]) and the standalone runner (Hugging Face layout)
+      const reference = await trainer(checkpoint, false, weightDecay);
+      const kernel = await trainer(checkpoint, true, weightDecay);
+      const runner = await createOrtTrainStep(
         ort,
         spec,
         {
+          linearLayout: 'hf',
           ropeTheta: config.rope_theta,
           rmsNormEps: config.rms_norm_eps,
           beta1: 0.9,
           beta2: 0.999,
           epsilon: 1e-8,
-          maxGradNorm,
-          learningRate,
+          maxGradNorm: MAX_GRAD_NORM,
+          learningRate: LEARNING_RATE,
           weightDecay,
           threads: 1,
           maxLength: config.max_position_embeddings,
         },
-        new Map(checkpoint.tensors.map((tensor) => [tensor.name, tensor.data])),
+        weightsOf(checkpoint),
       );
       const pack = c.pack === true ? { pack: true } : {};
       try {
         for (let step = 0; step < 3; step++) {
-          const reference = trainer.sftStep(batch, pack);
-          const ours = await graph.step(batch, pack);
-          expect(reference.gradNorm).toBeGreaterThan(maxGradNorm);
+          const want = reference.policy.sftStep(batch, pack);
+          expect(want.gradNorm).toBeGreaterThan(MAX_GRAD_NORM);
+          const got = [kernel.policy.sftStep(batch, pack), await runner.step(batch, pack)];
           // the first step is forward and backward alone: float32 rounding; later steps start
           // from updated weights, and Adam's normalization amplifies rounding in entries whose
           // gradient is near zero (seen: 1.7e-5 in the loss, 1.4e-4 in a weight, lr 1e-2)
           const bound = step === 0 ? 1e-5 : 1e-3;
-          expect(Math.abs(ours.loss - reference.loss)).toBeLessThan(bound);
-          expect(Math.abs(ours.gradNorm - reference.gradNorm) / reference.gradNorm).toBeLessThan(
-            bound,
-          );
+          for (const result of got) {
+            expect(Math.abs(result.loss - want.loss)).toBeLessThan(bound);
+            expect(Math.abs(result.gradNorm - want.gradNorm) / want.gradNorm).toBeLessThan(bound);
+          }
         }
-        const trained = new Map(model.toCheckpoint().tensors.map((t) => [t.name, t.data]));
-        const weights = graph.weights();
-        expect([...weights.keys()].sort()).toEqual([...trained.keys()].sort());
-        let worst = 0;
-        for (const [name, data] of weights) {
-          const want = trained.get(name)!;
-          for (let i = 0; i < data.length; i++)
-            worst = Math.max(worst, Math.abs(data[i]! - want[i]!));
-        }
-        expect(worst).toBeLessThan(1e-3);
+        expect(kernel.policy.getState().optimizer.step).toBe(3);
+        const trained = weightsOf(reference.model.toCheckpoint());
+        expect(worstDifference(weightsOf(kernel.model.toCheckpoint()), trained)).toBeLessThan(1e-3);
+        expect(worstDifference(runner.weights(), trained)).toBeLessThan(1e-3);
         // the three updates moved the weights (~3 · lr), so the agreement is not the start's
-        const start = checkpoint.tensors.find(
-          (t) => t.name === 'model.layers.0.mlp.up_proj.weight',
-        )!;
-        const moved = weights.get(start.name)!;
-        expect(
-          Math.max(...moved.map((value, i) => Math.abs(value - start.data[i]!))),
-        ).toBeGreaterThan(1e-3);
+        expect(worstDifference(trained, weightsOf(checkpoint))).toBeGreaterThan(1e-2);
       } finally {
-        await graph.release();
-        trainer.dispose();
-        model.dispose();
+        await runner.release();
+        for (const { model, policy } of [reference, kernel]) {
+          policy.dispose();
+          model.dispose();
+        }
       }
     });
   }

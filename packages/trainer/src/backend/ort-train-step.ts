@@ -30,6 +30,11 @@ export type Param = { name: string; shape: number[] };
 
 /** Shapes and optimizer settings of the graph. @internal */
 export type StepSettings = {
+  /**
+   * Layout of the projection weights (`*_proj`, `lm_head`): `hf` = Hugging Face `[out, in]`,
+   * `in-out` = transposed, as the tfjs model holds them. Embeddings are `[vocab, hidden]` in both.
+   */
+  linearLayout: 'hf' | 'in-out';
   ropeTheta: number;
   rmsNormEps: number;
   beta1: number;
@@ -83,9 +88,16 @@ class StepNodes {
     const shape = this.g.op('Shape', ['cos']);
     this.bt = this.g.op('Slice', [shape, this.g.int64([0]), this.g.int64([2])]);
   }
+  /** A parameter; `shape` in Hugging Face layout (projections are reversed for `in-out`). */
   param(name: string, shape: number[]): string {
-    this.params.push({ name, shape });
+    const linear = name.endsWith('_proj.weight') || name === 'lm_head.weight';
+    const held = linear && this.s.linearLayout === 'in-out' ? [...shape].reverse() : shape;
+    this.params.push({ name, shape: held });
     return name;
+  }
+  /** Whether `w` is held `[in, out]` (a projection under the `in-out` layout). */
+  private inOut(w: string): boolean {
+    return this.s.linearLayout === 'in-out' && w !== 'model.embed_tokens.weight';
   }
   op(type: string, inputs: string[], attrs?: Record<string, OnnxAttributeValue>): string {
     return this.g.op(type, inputs, attrs);
@@ -99,10 +111,17 @@ class StepNodes {
   tokensToRows = (x: string, rest: number[]) =>
     this.op('Reshape', [x, this.op('Concat', [this.bt, this.g.int64(rest)], { axis: 0 })]);
   transpose = (x: string, perm: number[]) => this.op('Transpose', [x], { perm });
-  /** x · Wᵀ (W `[out, in]`). */
-  linear = (x: string, w: string) => this.op('Gemm', [x, w], { transB: 1 });
-  /** dYᵀ · X: a weight gradient `[out, in]`. */
-  weightGrad = (dy: string, x: string) => this.op('Gemm', [dy, x], { transA: 1 });
+  /** The projection `x · W` (W held `[in, out]`) or `x · Wᵀ` (`[out, in]`). */
+  linear = (x: string, w: string) =>
+    this.inOut(w) ? this.op('MatMul', [x, w]) : this.op('Gemm', [x, w], { transB: 1 });
+  /** d W of a projection in the layout W is held in: `Xᵀ·dY` (`[in, out]`) or `dYᵀ·X`. */
+  weightGrad = (dy: string, x: string, w: string) =>
+    this.inOut(w)
+      ? this.op('Gemm', [x, dy], { transA: 1 })
+      : this.op('Gemm', [dy, x], { transA: 1 });
+  /** d X of a projection: `dY · Wᵀ` (W held `[in, out]`) or `dY · W`. */
+  inputGrad = (dy: string, w: string) =>
+    this.inOut(w) ? this.op('Gemm', [dy, w], { transB: 1 }) : this.op('MatMul', [dy, w]);
   private halves(x: string): [string, string] {
     const half = this.hd / 2;
     const [a, b] = this.g.add('Split', [x, this.g.int64([half, half])], { axis: 3 }, 2);
@@ -203,18 +222,21 @@ function layerBackward(nodes: StepNodes, c: LayerCache, dOut: string): string {
   const name = (suffix: string) => `${c.prefix}.${suffix}.weight`;
   const { mul, add, sub, matMul } = nodes;
   // MLP: act = silu(gate) · up, silu' = σ(1 + gate(1 − σ))
-  grads.set(name('mlp.down_proj'), nodes.weightGrad(dOut, c.act));
-  const dAct = matMul(dOut, name('mlp.down_proj'));
+  const { inputGrad } = nodes;
+  const weightGrad = (suffix: string, dy: string, x: string) =>
+    grads.set(name(suffix), nodes.weightGrad(dy, x, name(suffix)));
+  weightGrad('mlp.down_proj', dOut, c.act);
+  const dAct = inputGrad(dOut, name('mlp.down_proj'));
   const one = nodes.g.float([1]);
   const dGate = mul(mul(mul(dAct, c.up), c.sig), add(one, mul(c.gate, sub(one, c.sig))));
   const dUp = mul(dAct, c.silu);
-  grads.set(name('mlp.gate_proj'), nodes.weightGrad(dGate, c.norm2.h));
-  grads.set(name('mlp.up_proj'), nodes.weightGrad(dUp, c.norm2.h));
-  const dh2 = add(matMul(dGate, name('mlp.gate_proj')), matMul(dUp, name('mlp.up_proj')));
+  weightGrad('mlp.gate_proj', dGate, c.norm2.h);
+  weightGrad('mlp.up_proj', dUp, c.norm2.h);
+  const dh2 = add(inputGrad(dGate, name('mlp.gate_proj')), inputGrad(dUp, name('mlp.up_proj')));
   const dx2 = add(dOut, nodes.rmsBackward(c.norm2, dh2));
   // attention: softmax backward, then the RoPE adjoint of the query and key gradients
-  grads.set(name('self_attn.o_proj'), nodes.weightGrad(dx2, c.o));
-  const dO = nodes.queryHeads(matMul(dx2, name('self_attn.o_proj'))); // [B, Hkv, gT, hd]
+  weightGrad('self_attn.o_proj', dx2, c.o);
+  const dO = nodes.queryHeads(inputGrad(dx2, name('self_attn.o_proj'))); // [B, Hkv, gT, hd]
   const dP = matMul(dO, nodes.transpose(c.v, LAST_TWO));
   const dV = matMul(nodes.transpose(c.p, LAST_TWO), dO);
   const rowDot = nodes.op('ReduceSum', [mul(dP, c.p), nodes.g.int64([-1])], { keepdims: 1 });
@@ -235,9 +257,9 @@ function layerBackward(nodes: StepNodes, c: LayerCache, dOut: string): string {
     ['self_attn.k_proj', dk],
     ['self_attn.v_proj', dv],
   ];
-  for (const [suffix, dy] of projections) grads.set(name(suffix), nodes.weightGrad(dy, c.norm1.h));
+  for (const [suffix, dy] of projections) weightGrad(suffix, dy, c.norm1.h);
   const dh1 = projections
-    .map(([suffix, dy]) => matMul(dy, name(suffix)))
+    .map(([suffix, dy]) => inputGrad(dy, name(suffix)))
     .reduce((sum, term) => add(sum, term));
   return add(dx2, nodes.rmsBackward(c.norm1, dh1));
 }
@@ -250,11 +272,14 @@ function adamW(nodes: StepNodes): { updated: string[]; gradNorm: string } {
     nodes.op('ReduceSumSquare', [nodes.grads.get(p.name)!], { keepdims: 0 }),
   );
   const gradNorm = nodes.op('Sqrt', [nodes.op('Sum', squares)]);
-  // PyTorch's clip_grad_norm_: max_norm / (norm + 1e-6), at most 1
-  const clip = nodes.op('Min', [
-    scalar(1),
-    nodes.op('Div', [scalar(s.maxGradNorm), nodes.add(gradNorm, scalar(1e-6))]),
-  ]);
+  // PyTorch's clip_grad_norm_: max_norm / (norm + 1e-6), at most 1 (maxGradNorm 0: no clipping)
+  const clip =
+    s.maxGradNorm > 0
+      ? nodes.op('Min', [
+          scalar(1),
+          nodes.op('Div', [scalar(s.maxGradNorm), nodes.add(gradNorm, scalar(1e-6))]),
+        ])
+      : scalar(1);
   const updated: string[] = [];
   for (const p of nodes.params) {
     const grad = nodes.mul(nodes.grads.get(p.name)!, clip);
@@ -276,10 +301,15 @@ function adamW(nodes: StepNodes): { updated: string[]; gradNorm: string } {
 }
 
 /** The loss head: logits, weighted cross-entropy and d loss / d (final norm output). */
-function lossHead(nodes: StepNodes, hf: string, head: string): { loss: string; dHf: string } {
+function lossHead(
+  nodes: StepNodes,
+  hf: string,
+  head: string,
+  labelIds: string,
+): { loss: string; dHf: string } {
   const { g } = nodes;
   const logp = nodes.op('LogSoftmax', [nodes.linear(hf, head)], { axis: -1 }); // [N, V]
-  const labels = nodes.op('Unsqueeze', ['labels', g.int64([1])]);
+  const labels = nodes.op('Unsqueeze', [labelIds, g.int64([1])]);
   const weights = nodes.op('Unsqueeze', ['loss_weights', g.int64([1])]); // [N, 1]
   const picked = nodes.op('GatherElements', [logp, labels], { axis: 1 });
   const loss = nodes.op('Neg', [
@@ -287,14 +317,14 @@ function lossHead(nodes: StepNodes, hf: string, head: string): { loss: string; d
   ]);
   // d loss / d logits = (softmax − onehot(label)) · weight
   const depth = g.int64([nodes.spec.vocab_size], []);
-  const oneHot = nodes.op('OneHot', ['labels', depth, g.float([0, 1], [2])], { axis: -1 });
+  const oneHot = nodes.op('OneHot', [labelIds, depth, g.float([0, 1], [2])], { axis: -1 });
   const dLogits = nodes.mul(nodes.sub(nodes.op('Exp', [logp]), oneHot), weights);
-  nodes.grads.set(head, nodes.weightGrad(dLogits, hf));
-  return { loss, dHf: nodes.matMul(dLogits, head) };
+  nodes.grads.set(head, nodes.weightGrad(dLogits, hf, head));
+  return { loss, dHf: nodes.inputGrad(dLogits, head) };
 }
 
 /**
- * The train-step graph of one model. Inputs: `ids`, `labels` `[N]` (int64; N = B·T, row-major),
+ * The train-step graph of one model. Inputs: `ids`, `labels` `[N]` (float32 token ids; N = B·T),
  * `loss_weights` `[N]`, `cos`, `sin` `[B, T, 1, head_dim]`, `bias` `[B, 1, 1, T·T]`, `c1`, `c2`
  * (AdamW's bias-corrected step factors), `keep` (1 − lr · weight decay), every parameter `<name>`
  * and its moments `<name>.m`, `<name>.v`. Outputs: `loss`, `grad_norm` (before clipping) and
@@ -309,7 +339,9 @@ export function trainStepGraph(
   const { g, d, hd } = nodes;
   const vocab = spec.vocab_size;
   const embed = nodes.param('model.embed_tokens.weight', [vocab, d]);
-  let x = nodes.op('Gather', [embed, 'ids'], { axis: 0 }); // [N, d]
+  // token ids arrive as float32 (exact below 2^24) so that every input is a float32 tensor
+  const ids = nodes.op('Cast', ['ids'], { to: OnnxDataType.INT64 });
+  let x = nodes.op('Gather', [embed, ids], { axis: 0 }); // [N, d]
   const caches: LayerCache[] = [];
   for (let layer = 0; layer < spec.num_hidden_layers; layer++) {
     const { out, cache } = layerForward(nodes, layer, x);
@@ -319,13 +351,18 @@ export function trainStepGraph(
   const normF = nodes.rmsNorm(x, nodes.param('model.norm.weight', [d]));
   const tied = spec.tie_word_embeddings === true;
   const head = tied ? embed : nodes.param('lm_head.weight', [vocab, d]);
-  const { loss, dHf } = lossHead(nodes, normF.h, head);
+  const { loss, dHf } = lossHead(
+    nodes,
+    normF.h,
+    head,
+    nodes.op('Cast', ['labels'], { to: OnnxDataType.INT64 }),
+  );
   const headGrad = nodes.grads.get(head)!;
   let dx = nodes.rmsBackward(normF, dHf);
   for (let layer = spec.num_hidden_layers - 1; layer >= 0; layer--) {
     dx = layerBackward(nodes, caches[layer]!, dx);
   }
-  const rows = nodes.op('Unsqueeze', ['ids', g.int64([1])]);
+  const rows = nodes.op('Unsqueeze', [ids, g.int64([1])]);
   const zeros = nodes.op('ConstantOfShape', [g.int64([vocab, d])]);
   const embedGrad = nodes.op('ScatterND', [zeros, rows, dx], { reduction: 'add' });
   nodes.grads.set(embed, tied ? nodes.add(headGrad, embedGrad) : embedGrad);
@@ -339,7 +376,7 @@ export function trainStepGraph(
   [loss, gradNorm, ...updated].forEach((value, index) => {
     g.add('Identity', [value], {}, [outputs[index]!]);
   });
-  const { FLOAT, INT64 } = OnnxDataType;
+  const { FLOAT } = OnnxDataType;
   const model = g.encode({
     irVersion: 8,
     opset: 17,
@@ -347,8 +384,8 @@ export function trainStepGraph(
     graph: {
       name: 'train_step',
       input: [
-        valueInfo('ids', INT64, ['N']),
-        valueInfo('labels', INT64, ['N']),
+        valueInfo('ids', FLOAT, ['N']),
+        valueInfo('labels', FLOAT, ['N']),
         valueInfo('loss_weights', FLOAT, ['N']),
         valueInfo('cos', FLOAT, ['B', 'T', 1, hd]),
         valueInfo('sin', FLOAT, ['B', 'T', 1, hd]),
@@ -433,8 +470,8 @@ export async function createOrtTrainStep(
       t += 1;
       const out = await session.run({
         ...state,
-        ids: new ort.Tensor('int64', BigInt64Array.from(batch.input.ids, BigInt), [n]),
-        labels: new ort.Tensor('int64', BigInt64Array.from(batch.targets, BigInt), [n]),
+        ids: float(Float32Array.from(batch.input.ids), [n]),
+        labels: float(Float32Array.from(batch.targets), [n]),
         loss_weights: float(lossWeights, [n]),
         cos: float(rope.cos, [b, length, 1, hd]),
         sin: float(rope.sin, [b, length, 1, hd]),

@@ -48,6 +48,29 @@ export class AdamW {
     this.weightDecay = options.weightDecay ?? ADAMW_DEFAULTS.weightDecay;
   }
 
+  /** The first and second moments by parameter name (absent before a parameter's first update). */
+  moments(): { m: ReadonlyMap<string, tf.Tensor>; v: ReadonlyMap<string, tf.Tensor> } {
+    return { m: this.m, v: this.v };
+  }
+
+  /**
+   * Takes the moments of an update computed elsewhere (the onnxruntime train-step graph, the same
+   * rule as {@link apply}) and counts the step; the previous moments are disposed.
+   */
+  adopt(m: ReadonlyMap<string, tf.Tensor>, v: ReadonlyMap<string, tf.Tensor>): void {
+    this.step += 1;
+    for (const [target, next] of [
+      [this.m, m],
+      [this.v, v],
+    ] as const) {
+      for (const [name, tensor] of next) {
+        const old = target.get(name);
+        if (old !== undefined && old !== tensor) old.dispose();
+        target.set(name, tensor);
+      }
+    }
+  }
+
   /** Returns the updated parameters (new tensors); the caller swaps them in. */
   apply(
     params: ReadonlyMap<string, tf.Tensor>,

@@ -4,10 +4,11 @@ import {
   type ShapeMismatchError,
   validateOptions,
 } from '@rlvr/core';
+import { graphSftStep, trainStepSupports } from '../backend/ort-train-step-kernel.js';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
 import { AdamW } from '../optim/adamw.js';
 import { type LearningRateSchedule, learningRateAt } from '../optim/schedule.js';
-import type { TokenSequence } from './batch.js';
+import type { TokenBatch, TokenSequence } from './batch.js';
 import {
   accumulateGradients,
   clipAndApply,
@@ -255,6 +256,9 @@ export class PolicyTrainer {
       );
       return { loss, gradLogprobs, gradEntropy: undefined, result: undefined };
     };
+    if (micro.length === 1 && this.model.ops.trainStep && trainStepSupports(this.model.config)) {
+      return optimizerMetrics(this.graphStep(micro[0]!.batch, tokenCount, functionName));
+    }
     return optimizerMetrics(
       this.optimizerStep(
         () => accumulateGradients(this.model, micro, members, mask, crossEntropy),
@@ -378,6 +382,48 @@ export class PolicyTrainer {
     }
     return {
       ...lossMetricsOf(accumulated),
+      step: optimizer.step,
+      learningRate,
+      gradNorm,
+      skipped: !applied,
+      timeMs: performance.now() - started,
+    };
+  }
+
+  /**
+   * `sftStep` of one micro-batch as one onnxruntime graph (forward, backward, clipping, AdamW;
+   * the same math as {@link optimizerStep} with the cross-entropy): a non-finite loss or gradient
+   * norm skips the update as there.
+   */
+  private graphStep(batch: TokenBatch, tokens: number, functionName: string): GrpoStepMetrics {
+    const { optimizer, guard, maxGradNorm } = inner(this);
+    const started = performance.now();
+    const learningRate = this.learningRate;
+    const step = graphSftStep(this.model.config, this.model.params, optimizer, batch, {
+      learningRate,
+      maxGradNorm,
+    });
+    const { loss, gradNorm } = step;
+    const applied = Number.isFinite(loss) && Number.isFinite(gradNorm);
+    if (applied) {
+      this.model.replaceParams(step.commit());
+      guard.applied();
+    } else {
+      step.discard();
+      guard.skip(
+        new NonFiniteError({
+          parameter: Number.isFinite(loss) ? 'gradients' : 'loss',
+          functionName,
+          index: 0,
+          value: Number.isFinite(loss) ? gradNorm : loss,
+        }),
+        functionName,
+      );
+    }
+    return {
+      ...EMPTY_LOSS_METRICS,
+      loss,
+      tokens,
       step: optimizer.step,
       learningRate,
       gradNorm,
