@@ -82,6 +82,14 @@ describe('configFromArgs', () => {
     expect(size(2)().claims.dynamicSamplingGroupSize).toBe(2);
     expect(size(1)).toThrow(/'claims\.dynamicSamplingGroupSize'/);
     expect(size(3.5)).toThrow(/'claims\.dynamicSamplingGroupSize'/);
+    const seeds = (dynamicSamplingSeeds: number) => () =>
+      validateConfig({
+        ...DEFAULT_CONFIG,
+        claims: { ...DEFAULT_CONFIG.claims, dynamicSamplingSeeds },
+      });
+    expect(DEFAULT_CONFIG.claims.dynamicSamplingSeeds).toBe(3);
+    expect(seeds(1)().claims.dynamicSamplingSeeds).toBe(1);
+    expect(seeds(0)).toThrow(/'claims\.dynamicSamplingSeeds'/);
     expect(() => checkKnownKeys({ claims: { dynamicSamplingGroupSiz: 4 } })).toThrow(
       /dynamicSamplingGroupSize/,
     );

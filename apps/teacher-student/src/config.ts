@@ -143,6 +143,11 @@ export type RunConfig = {
      * `grpo.groupSize` and the run's `dynamicSampling` is on, the teacher run is the "on" arm.
      */
     dynamicSamplingGroupSize: number;
+    /**
+     * On/off pairs of (b), each from the SFT teacher with its own GRPO seed (data order and
+     * sampling): `seed`, `seed + 1`, …; the row compares the mean of their held-out checks (≥ 1).
+     */
+    dynamicSamplingSeeds: number;
   };
   distill: {
     /** Training prompts the RL teacher writes traces for. */
@@ -222,6 +227,9 @@ export const DEFAULT_CONFIG: RunConfig = {
     // with the run's 8 samples per prompt, seed 3's groups were zero-variance 3% of the time and
     // on/off ended 9.2 points apart the wrong way (trajectory noise); with 4, 17-21%: +7.2
     dynamicSamplingGroupSize: 4,
+    // one pair per seed moved by trajectory noise: seed 1's +7.2 became −1.6 when the SFT phases
+    // moved to the one-graph train step (same math, other float rounding); the mean of 3 pairs
+    dynamicSamplingSeeds: 3,
   },
   distill: {
     prompts: 2000,
@@ -459,6 +467,7 @@ export function validateConfig(config: RunConfig): RunConfig {
     max: 9,
   });
   int(config.claims.dynamicSamplingGroupSize, 'claims.dynamicSamplingGroupSize', 2);
+  int(config.claims.dynamicSamplingSeeds, 'claims.dynamicSamplingSeeds', 1);
   const steps = claimSteps(config);
   if (config.claims.enabled && config.grpo.evalEvery === 0) {
     throw new InvalidArgumentError({

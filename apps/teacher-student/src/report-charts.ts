@@ -36,6 +36,21 @@ const checks = (
       .map((record) => [record.step, pick(record.heldOut!)] as const),
   ].filter((entry): entry is Point => entry[1] !== undefined && Number.isFinite(entry[1]));
 
+/** The mean of several runs' points at the x values they all have. */
+function meanPoints(lists: readonly Point[][]): Point[] {
+  const [first, ...rest] = lists;
+  if (first === undefined) return [];
+  return first.flatMap(([x, y]) => {
+    const others = rest.map((list) => list.find((point) => point[0] === x));
+    if (others.some((point) => point === undefined)) return [];
+    const sum = others.reduce((total, point) => total + point![1], y);
+    return [[x, sum / lists.length] as Point];
+  });
+}
+
+const zeroStd = (history: readonly GrpoStepRecord[]): Point[] =>
+  history.map((record) => [record.step, record.fracZeroStd] as Point);
+
 const lossCurve = (losses: readonly number[]): Point[] =>
   losses.map((loss, index) => [index + 1, loss]);
 
@@ -247,8 +262,8 @@ export function claimCharts(report: Report): string[] {
   const naive = claims.naiveReward;
   // (a)'s control: its own verifier-rewarded run when the claim has its own warm-start mix
   const hackingControl = claims.hackingControl ?? teacher;
-  // (b)'s "on" arm: its own run when the claim has its own group size
-  const dynamicOn = claims.dynamicSampling ?? teacher;
+  // (b)'s pairs; an "on" arm absent: the teacher run is it
+  const pairs = claims.dynamicSampling.map((pair) => ({ on: pair.on ?? teacher, off: pair.off }));
   const rlTeacher = report.evaluation.find((entry) => entry.name === 'RL teacher');
   return [
     lineChart({
@@ -299,7 +314,7 @@ export function claimCharts(report: Report): string[] {
     }),
     lineChart({
       id: 'dynamic-sampling',
-      title: `Dynamic sampling on / off (${claims.dynamicSamplingGroupSize} samples per prompt)`,
+      title: `Dynamic sampling on / off (${claims.dynamicSamplingGroupSize} samples per prompt, mean of ${pairs.length} seed pair${pairs.length === 1 ? '' : 's'})`,
       xLabel: 'GRPO step',
       yLabel: 'fraction',
       yMin: 0,
@@ -308,23 +323,25 @@ export function claimCharts(report: Report): string[] {
         {
           name: 'held-out pass@1, on',
           color: color(0),
-          points: checks(dynamicOn, (c) => c.sampledAccuracy),
+          points: meanPoints(pairs.map((pair) => checks(pair.on, (c) => c.sampledAccuracy))),
         },
         {
           name: 'held-out pass@1, off',
           color: color(1),
-          points: checks(claims.noDynamicSampling, (c) => c.sampledAccuracy),
+          points: meanPoints(pairs.map((pair) => checks(pair.off, (c) => c.sampledAccuracy))),
         },
-        series('zero-variance groups, on', 0, dynamicOn.history, (r) => r.fracZeroStd, {
+        {
+          name: 'zero-variance groups, on',
+          color: color(0),
           dashed: true,
-        }),
-        series(
-          'zero-variance groups, off',
-          1,
-          claims.noDynamicSampling.history,
-          (r) => r.fracZeroStd,
-          { dashed: true },
-        ),
+          points: meanPoints(pairs.map((pair) => zeroStd(pair.on.history))),
+        },
+        {
+          name: 'zero-variance groups, off',
+          color: color(1),
+          dashed: true,
+          points: meanPoints(pairs.map((pair) => zeroStd(pair.off.history))),
+        },
       ],
     }),
     lineChart({

@@ -92,13 +92,16 @@ describe('teacher-student --quick, end to end', () => {
     expect(json.grpo.student.history).toHaveLength(json.config.grpo.studentSteps);
     // Every claim arm ran its steps and has held-out checks (sampled pass@1, length by difficulty).
     const claims = json.claims!;
-    // (b) runs its own on/off pair at 4 samples per prompt (the run: 8)
+    // (b) runs its own on/off pairs at 4 samples per prompt (the run: 8), one per seed
     expect(claims.dynamicSamplingGroupSize).toBe(4);
-    expect(claims.dynamicSampling).toBeDefined();
+    expect(claims.dynamicSampling.map((pair) => pair.seed)).toEqual([
+      json.config.seed,
+      json.config.seed + 1,
+      json.config.seed + 2,
+    ]);
     for (const arm of [
       claims.naiveReward,
-      claims.dynamicSampling!,
-      claims.noDynamicSampling,
+      ...claims.dynamicSampling.flatMap((pair) => [pair.on!, pair.off]),
       claims.lengthPenalty,
     ]) {
       expect(arm.history).toHaveLength(claims.steps);

@@ -17,6 +17,7 @@ import { createRng } from '@rlvr/core';
 import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { ORT_FUSED_KERNELS } from '../src/backend/ort-kernels.js';
+import { ORT_TRAIN_STEP } from '../src/backend/ort-train-step-kernel.js';
 import {
   createLlamaModel,
   createPolicyTrainer,
@@ -33,7 +34,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TORCH_THREADS = Number(process.env.TORCH_THREADS ?? 2);
 const VARIANTS: Record<string, SelectBackendOptions> = {
   default: {},
-  // wasm + onnxruntime matMul without this package's fused onnxruntime kernels (attention).
+  // the default without the one-graph train step: matMul and fused attention on onnxruntime
+  'no-train-step': { candidates: ['wasm'], matMul: 'onnxruntime' },
+  // wasm + onnxruntime matMul without this package's fused onnxruntime kernels (attention, step).
   'matmul-only': { candidates: ['wasm'], matMul: 'onnxruntime' },
   'wasm-xnnpack': { candidates: ['wasm'], matMul: 'backend' },
   cpu: { candidates: ['cpu'] },
@@ -111,7 +114,12 @@ for (const [name, spec] of Object.entries(CONFIGS)) {
   for (const variant of CHOSEN) {
     if (variant === 'cpu' && name !== '0.8M') continue; // pure JS: ~1 GFLOP/s, one config is enough
     const selected = await selectBackend(VARIANTS[variant]);
-    const leftOut = variant === 'matmul-only' ? ORT_FUSED_KERNELS : [];
+    const leftOut =
+      variant === 'matmul-only'
+        ? ORT_FUSED_KERNELS
+        : variant === 'no-train-step'
+          ? [ORT_TRAIN_STEP]
+          : [];
     const saved = leftOut.map((kernel) => tf.getKernel(kernel, 'wasm')!);
     for (const kernel of leftOut) tf.unregisterKernel(kernel, 'wasm');
     const model = await createLlamaModel(createRandomCheckpoint(config, { seed: 1 }));

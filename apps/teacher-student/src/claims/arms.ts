@@ -35,6 +35,8 @@ export async function runArm(
     overrides?: Partial<TrainerGrpoConfig>;
     /** Start from this SFT teacher instead of the main one (the hacking claim's own mix). */
     from?: Checkpoint;
+    /** GRPO seed (data order, sampling) instead of the run's. */
+    seed?: number;
   },
 ): Promise<GrpoResult> {
   const { config } = context;
@@ -46,7 +48,7 @@ export async function runArm(
     config: config.grpo,
     maxSteps: claimSteps(config),
     maxNewTokens: config.maxNewTokens,
-    seed: config.seed,
+    seed: change.seed ?? config.seed,
     outputDir: join(context.outDir, 'grpo', 'claims', name),
     label: `claims ${name}`,
     ...(change.reward === undefined ? {} : { reward: change.reward }),

@@ -218,7 +218,7 @@ describe('claims building blocks', () => {
         naiveReward: run(check(free, 0.7)),
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
         hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
-        noDynamicSampling: run(check(free, 0.7)),
+        dynamicSampling: [{ seed: 1, off: run(check(free, 0.7)) }],
         dynamicSamplingGroupSize: 8,
         lengthPenalty: run(penalized),
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
@@ -321,7 +321,7 @@ describe('claims building blocks', () => {
         ...(hackingControl === undefined ? {} : { hackingControl }),
         hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
-        noDynamicSampling: control,
+        dynamicSampling: [{ seed: 1, off: control }],
         dynamicSamplingGroupSize: 8,
         lengthPenalty: control,
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
@@ -340,7 +340,7 @@ describe('claims building blocks', () => {
     expect(row(claims()).met).toBe(false);
   });
 
-  it("(b) compares its own arms at their group size, else the teacher's run with the off arm", () => {
+  it("(b) compares the mean of its seed pairs at their group size (the teacher's run where a pair has no on arm)", () => {
     const check = (sampledAccuracy: number): HeldOutCheck => ({
       sampledAccuracy,
       greedyAccuracy: sampledAccuracy,
@@ -375,14 +375,13 @@ describe('claims building blocks', () => {
         ),
       );
     const teacher = at(0.9, 0.1);
-    const claims = (dynamicSampling?: ReturnType<typeof at>) =>
+    const claims = (dynamicSampling: ClaimsResult['dynamicSampling']) =>
       ({
         steps: 10,
         naiveReward: teacher,
         hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
-        ...(dynamicSampling === undefined ? {} : { dynamicSampling }),
-        noDynamicSampling: at(0.6, 0.25),
+        dynamicSampling,
         dynamicSamplingGroupSize: 4,
         lengthPenalty: teacher,
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
@@ -390,17 +389,25 @@ describe('claims building blocks', () => {
       }) satisfies ClaimsResult;
     const row = (result: ClaimsResult) =>
       claimTargets(teacher, result).find((entry) => entry.name.startsWith('dynamic sampling'))!;
-    // its own "on" arm (50%) is below the off arm (60%): not met, whatever the teacher run did
-    const own = row(claims(at(0.5, 0.2)));
-    expect(own.value).toBeCloseTo(-10, 6);
-    expect(own.met).toBe(false);
+    // three pairs: −10, +20, +5 points: the mean (+5) decides, not one pair
+    const own = row(
+      claims([
+        { seed: 1, on: at(0.5, 0.2), off: at(0.6, 0.25) },
+        { seed: 2, on: at(0.8, 0.3), off: at(0.6, 0.25) },
+        { seed: 3, on: at(0.7, 0.1), off: at(0.65, 0.25) },
+      ]),
+    );
+    expect(own.value).toBeCloseTo(5, 6);
+    expect(own.met).toBe(true);
+    expect(own.goal).toContain('mean of 3 seed pair(s)');
     expect(own.goal).toContain('4 samples per prompt');
-    expect(own.detail).toContain('two runs from the SFT teacher at 4 samples per prompt');
+    expect(own.detail).toContain('seed 1 −10.0 (50.0% vs 60.0%), seed 2 +20.0');
+    expect(own.detail).toContain('mean on 66.7% vs off 61.7%');
     expect(own.detail).toContain('20.0% (on, such groups resampled/dropped) vs 25.0% (off');
-    // without one, the teacher run (90%) is the "on" arm
-    const reused = row(claims());
+    // a pair without its own "on" arm compares the teacher run (90%) with its off arm
+    const reused = row(claims([{ seed: 1, off: at(0.6, 0.25) }]));
     expect(reused.value).toBeCloseTo(30, 6);
     expect(reused.met).toBe(true);
-    expect(reused.detail).toContain('the teacher run (on)');
+    expect(row(claims([{ seed: 1, on: at(0.5, 0.2), off: at(0.6, 0.25) }])).met).toBe(false);
   });
 });

@@ -23,13 +23,12 @@ export type ClaimsResult = {
   /** Held-out transcripts of the naive arm's final policy with both verdicts. */
   hacking: { examples: Transcript[]; total: number; caught: number; hedged: number };
   /**
-   * (b)'s "on" arm: the run with `groupSize: dynamicSamplingGroupSize` and dynamic sampling on.
-   * Absent: that is the teacher run's own setting, and the teacher run is it.
+   * (b) On/off pairs, one per GRPO seed: `on` runs with `groupSize: dynamicSamplingGroupSize` and
+   * dynamic sampling on (absent: that is the teacher run's own setting and seed, and the teacher
+   * run is it), `off` is the same run with `dynamicSampling: false`.
    */
-  dynamicSampling?: ArmResult;
-  /** (b) The same run as the "on" arm with `dynamicSampling: false`. */
-  noDynamicSampling: ArmResult;
-  /** `groupSize` of (b)'s two arms. */
+  dynamicSampling: { seed: number; on?: ArmResult; off: ArmResult }[];
+  /** `groupSize` of (b)'s arms. */
   dynamicSamplingGroupSize: number;
   /** (c) The same run with a soft length penalty (`overlong`). */
   lengthPenalty: ArmResult;
@@ -44,7 +43,8 @@ const strip = ({ checkpoint: _checkpoint, ...rest }: ArmResult & { checkpoint: C
 /**
  * The claims phase: three GRPO arms from the SFT teacher with the teacher run's seed and settings
  * for `claims.steps` steps — (a) the naive checker as the correctness reward, (b) dynamic sampling
- * on and off at `claims.dynamicSamplingGroupSize` samples per prompt, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
+ * on and off at `claims.dynamicSamplingGroupSize` samples per prompt, one pair per seed of
+ * `claims.dynamicSamplingSeeds`, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
  * from `claims.lengthPenaltyOnset` tokens on, reaching `claims.lengthPenaltyFactor` at `maxNewTokens`) — and (d) the RL
  * teacher's thinking-budget curve on the held-out prompts. (e), length growing with accuracy,
  * reads the teacher run's own held-out checks. The controls of (a) and (c), and of (b) at the run's
@@ -69,15 +69,21 @@ export async function runClaims(
   const groupSize = config.claims.dynamicSamplingGroupSize;
   // the run's filter settings when it has them, else the trainer's defaults (`true`)
   const on = config.grpo.dynamicSampling || true;
-  const dynamic =
-    groupSize === config.grpo.groupSize && config.grpo.dynamicSampling
-      ? undefined
-      : await runArm(context, 'dynamic-sampling', {
-          overrides: { groupSize, dynamicSampling: on },
-        });
-  const noDynamic = await runArm(context, 'no-dynamic-sampling', {
-    overrides: { groupSize, dynamicSampling: false },
-  });
+  const dynamicSampling: ClaimsResult['dynamicSampling'] = [];
+  for (let pair = 0; pair < config.claims.dynamicSamplingSeeds; pair++) {
+    const seed = config.seed + pair;
+    const reuse = pair === 0 && groupSize === config.grpo.groupSize && config.grpo.dynamicSampling;
+    const arm = async (name: string, setting: typeof on | false) =>
+      strip(
+        await runArm(context, `${name}-seed${seed}`, {
+          overrides: { groupSize, dynamicSampling: setting },
+          seed,
+        }),
+      );
+    const onArm = reuse ? undefined : await arm('dynamic-sampling', on);
+    const off = await arm('no-dynamic-sampling', false);
+    dynamicSampling.push({ seed, ...(onArm === undefined ? {} : { on: onArm }), off });
+  }
   const lengthPenaltySettings = {
     maxLength: config.maxNewTokens,
     bufferLength: config.maxNewTokens - config.claims.lengthPenaltyOnset,
@@ -101,8 +107,7 @@ export async function runClaims(
         ? { hedgeRate: config.warmStart.hedgeRate, hedgeMaxExtra: config.warmStart.hedgeMaxExtra }
         : config.claims.hackingWarmStart,
     hacking,
-    ...(dynamic === undefined ? {} : { dynamicSampling: strip(dynamic) }),
-    noDynamicSampling: strip(noDynamic),
+    dynamicSampling,
     dynamicSamplingGroupSize: groupSize,
     lengthPenalty: strip(lengthPenalty),
     lengthPenaltySettings,

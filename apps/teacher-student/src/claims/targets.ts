@@ -96,26 +96,37 @@ function hackingTarget(teacher: Run, claims: ClaimsResult): Target {
 }
 
 function dynamicTarget(teacher: Run, claims: ClaimsResult): Target {
-  const onRun = claims.dynamicSampling ?? teacher;
-  const on = checkAt(onRun, claims.steps) ?? EMPTY;
-  const off = checkAt(claims.noDynamicSampling) ?? EMPTY;
-  const zero = (history: GrpoStepRecord[]) => meanOf(history.map((record) => record.fracZeroStd));
-  const onHistory = onRun.history.filter((record) => record.step <= claims.steps);
-  const value = 100 * (on.sampledAccuracy - off.sampledAccuracy);
+  const zero = (history: readonly GrpoStepRecord[]) =>
+    meanOf(history.filter((r) => r.step <= claims.steps).map((record) => record.fracZeroStd));
+  const pairs = claims.dynamicSampling.map((pair) => {
+    const onRun = pair.on ?? teacher;
+    const on = (checkAt(onRun, claims.steps) ?? EMPTY).sampledAccuracy;
+    const off = (checkAt(pair.off) ?? EMPTY).sampledAccuracy;
+    return {
+      seed: pair.seed,
+      on,
+      off,
+      zeroOn: zero(onRun.history),
+      zeroOff: zero(pair.off.history),
+    };
+  });
+  const mean = (pick: (pair: (typeof pairs)[number]) => number) => meanOf(pairs.map(pick));
+  const value = 100 * (mean((p) => p.on) - mean((p) => p.off));
   const size = claims.dynamicSamplingGroupSize;
-  const arms =
-    claims.dynamicSampling === undefined
-      ? 'the teacher run (on) and the same run without the filter'
-      : `two runs from the SFT teacher at ${size} samples per prompt, on and off`;
+  const each = pairs
+    .map((p) => `seed ${p.seed} ${signed(100 * (p.on - p.off))} (${pct(p.on)} vs ${pct(p.off)})`)
+    .join(', ');
   return {
     name: 'dynamic sampling (zero-variance filtering)',
-    goal: `held-out sampled pass@1 at step ${claims.steps}: dynamic sampling on ≥ off (${size} samples per prompt)`,
+    goal: `held-out sampled pass@1 at step ${claims.steps}, mean of ${pairs.length} seed pair(s): dynamic sampling on ≥ off (${size} samples per prompt)`,
     value,
     unit: 'points',
     met: value >= 0,
-    detail: `${arms}: on ${pct(on.sampledAccuracy)} vs off ${pct(off.sampledAccuracy)}; zero-variance fraction of sampled groups ${pct(zero(onHistory))} (on, such groups resampled/dropped) vs ${pct(zero(claims.noDynamicSampling.history))} (off, trained on with zero advantage)`,
+    detail: `on/off pairs from the SFT teacher at ${size} samples per prompt: ${each}; mean on ${pct(mean((p) => p.on))} vs off ${pct(mean((p) => p.off))}; zero-variance fraction of sampled groups ${pct(mean((p) => p.zeroOn))} (on, such groups resampled/dropped) vs ${pct(mean((p) => p.zeroOff))} (off, trained on with zero advantage)`,
   };
 }
+
+const signed = (points: number) => `${points >= 0 ? '+' : '−'}${Math.abs(points).toFixed(1)}`;
 
 /** Sampled pass@1 and mean length over some difficulty buckets of a check (prompt-weighted). */
 function bucketStats(check: HeldOutCheck, terms: ReadonlySet<number>) {
