@@ -144,10 +144,15 @@ export type RunConfig = {
      */
     dynamicSamplingGroupSize: number;
     /**
-     * On/off pairs of (b), each from the SFT teacher with its own GRPO seed (data order and
-     * sampling): `seed`, `seed + 1`, …; the row compares the mean of their held-out checks (≥ 1).
+     * On/off pairs of (b), each with its own GRPO seed (data order and sampling): `seed`,
+     * `seed + 1`, …; the row compares the mean of their last held-out checks (≥ 1).
      */
     dynamicSamplingSeeds: number;
+    /**
+     * GRPO steps of each (b) arm, continuing the RL teacher: late training, where most groups are
+     * all-correct (the regime the filter is for) (≥ 1).
+     */
+    dynamicSamplingSteps: number;
   };
   distill: {
     /** Training prompts the RL teacher writes traces for. */
@@ -227,9 +232,11 @@ export const DEFAULT_CONFIG: RunConfig = {
     // with the run's 8 samples per prompt, seed 3's groups were zero-variance 3% of the time and
     // on/off ended 9.2 points apart the wrong way (trajectory noise); with 4, 17-21%: +7.2
     dynamicSamplingGroupSize: 4,
-    // one pair per seed moved by trajectory noise: seed 1's +7.2 became −1.6 when the SFT phases
-    // moved to the one-graph train step (same math, other float rounding); the mean of 3 pairs
+    // from the SFT teacher (a fifth of the groups zero-variance) one pair per seed moved with
+    // trajectory noise (seed 1: +7.2, then −1.6 with other float rounding; 3 pairs −1.6, +2.5,
+    // −4.5); continuing the RL teacher (~60% zero-variance) 3 pairs gave +5.8, +16.0, +3.3
     dynamicSamplingSeeds: 3,
+    dynamicSamplingSteps: 20,
   },
   distill: {
     prompts: 2000,
@@ -265,6 +272,7 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
   // (no verbose traces: the penalty from 4 tokens, as before, keeps the quick arm unchanged)
   claims: {
     steps: 20,
+    dynamicSamplingSteps: 10,
     lengthPenaltyOnset: 4,
     hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
   },
@@ -468,6 +476,7 @@ export function validateConfig(config: RunConfig): RunConfig {
   });
   int(config.claims.dynamicSamplingGroupSize, 'claims.dynamicSamplingGroupSize', 2);
   int(config.claims.dynamicSamplingSeeds, 'claims.dynamicSamplingSeeds', 1);
+  int(config.claims.dynamicSamplingSteps, 'claims.dynamicSamplingSteps', 1);
   const steps = claimSteps(config);
   if (config.claims.enabled && config.grpo.evalEvery === 0) {
     throw new InvalidArgumentError({

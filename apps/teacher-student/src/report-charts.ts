@@ -262,8 +262,7 @@ export function claimCharts(report: Report): string[] {
   const naive = claims.naiveReward;
   // (a)'s control: its own verifier-rewarded run when the claim has its own warm-start mix
   const hackingControl = claims.hackingControl ?? teacher;
-  // (b)'s pairs; an "on" arm absent: the teacher run is it
-  const pairs = claims.dynamicSampling.map((pair) => ({ on: pair.on ?? teacher, off: pair.off }));
+  const pairs = claims.dynamicSampling;
   const rlTeacher = report.evaluation.find((entry) => entry.name === 'RL teacher');
   return [
     lineChart({
@@ -314,8 +313,8 @@ export function claimCharts(report: Report): string[] {
     }),
     lineChart({
       id: 'dynamic-sampling',
-      title: `Dynamic sampling on / off (${claims.dynamicSamplingGroupSize} samples per prompt, mean of ${pairs.length} seed pair${pairs.length === 1 ? '' : 's'})`,
-      xLabel: 'GRPO step',
+      title: `Dynamic sampling on / off from the RL teacher (${claims.dynamicSamplingGroupSize} samples per prompt, mean of ${pairs.length} seed pair${pairs.length === 1 ? '' : 's'})`,
+      xLabel: 'GRPO step after the RL teacher',
       yLabel: 'fraction',
       yMin: 0,
       yMax: 1,

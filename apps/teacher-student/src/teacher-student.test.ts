@@ -92,18 +92,20 @@ describe('teacher-student --quick, end to end', () => {
     expect(json.grpo.student.history).toHaveLength(json.config.grpo.studentSteps);
     // Every claim arm ran its steps and has held-out checks (sampled pass@1, length by difficulty).
     const claims = json.claims!;
-    // (b) runs its own on/off pairs at 4 samples per prompt (the run: 8), one per seed
+    // (b) continues the RL teacher with on/off pairs at 4 samples per prompt, one per seed
     expect(claims.dynamicSamplingGroupSize).toBe(4);
     expect(claims.dynamicSampling.map((pair) => pair.seed)).toEqual([
       json.config.seed,
       json.config.seed + 1,
       json.config.seed + 2,
     ]);
-    for (const arm of [
-      claims.naiveReward,
-      ...claims.dynamicSampling.flatMap((pair) => [pair.on!, pair.off]),
-      claims.lengthPenalty,
-    ]) {
+    for (const pair of claims.dynamicSampling) {
+      for (const arm of [pair.on, pair.off]) {
+        expect(arm.history).toHaveLength(claims.dynamicSamplingSteps);
+        expect(arm.history.at(-1)!.heldOut!.byTerms.length).toBeGreaterThan(0);
+      }
+    }
+    for (const arm of [claims.naiveReward, claims.lengthPenalty]) {
       expect(arm.history).toHaveLength(claims.steps);
       expect(arm.history.at(-1)!.heldOut!.byTerms.length).toBeGreaterThan(0);
     }

@@ -37,23 +37,26 @@ export async function runArm(
     from?: Checkpoint;
     /** GRPO seed (data order, sampling) instead of the run's. */
     seed?: number;
+    /** GRPO steps instead of `claimSteps(config)`. */
+    steps?: number;
   },
 ): Promise<GrpoResult> {
   const { config } = context;
+  const steps = change.steps ?? claimSteps(config);
   return runGrpo({
     runtime: context.runtime,
     checkpoint: change.from ?? context.sftTeacher,
     train: context.train,
     heldOut: context.heldOut,
     config: config.grpo,
-    maxSteps: claimSteps(config),
+    maxSteps: steps,
     maxNewTokens: config.maxNewTokens,
     seed: change.seed ?? config.seed,
     outputDir: join(context.outDir, 'grpo', 'claims', name),
     label: `claims ${name}`,
     ...(change.reward === undefined ? {} : { reward: change.reward }),
     ...(change.overrides === undefined ? {} : { overrides: change.overrides }),
-    progress: phaseProgress(`claims: ${name}`, claimSteps(config), context.progressMode),
+    progress: phaseProgress(`claims: ${name}`, steps, context.progressMode),
     log: context.log,
   });
 }

@@ -218,8 +218,9 @@ describe('claims building blocks', () => {
         naiveReward: run(check(free, 0.7)),
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
         hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
-        dynamicSampling: [{ seed: 1, off: run(check(free, 0.7)) }],
-        dynamicSamplingGroupSize: 8,
+        dynamicSampling: [{ seed: 1, on: run(check(free, 0.7)), off: run(check(free, 0.7)) }],
+        dynamicSamplingGroupSize: 4,
+        dynamicSamplingSteps: 10,
         lengthPenalty: run(penalized),
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
         thinkingBudget: [],
@@ -321,8 +322,9 @@ describe('claims building blocks', () => {
         ...(hackingControl === undefined ? {} : { hackingControl }),
         hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
-        dynamicSampling: [{ seed: 1, off: control }],
-        dynamicSamplingGroupSize: 8,
+        dynamicSampling: [{ seed: 1, on: control, off: control }],
+        dynamicSamplingGroupSize: 4,
+        dynamicSamplingSteps: 10,
         lengthPenalty: control,
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
         thinkingBudget: [],
@@ -340,7 +342,7 @@ describe('claims building blocks', () => {
     expect(row(claims()).met).toBe(false);
   });
 
-  it("(b) compares the mean of its seed pairs at their group size (the teacher's run where a pair has no on arm)", () => {
+  it('(b) compares the mean of its on/off seed pairs, whatever one pair does', () => {
     const check = (sampledAccuracy: number): HeldOutCheck => ({
       sampledAccuracy,
       greedyAccuracy: sampledAccuracy,
@@ -383,6 +385,7 @@ describe('claims building blocks', () => {
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
         dynamicSampling,
         dynamicSamplingGroupSize: 4,
+        dynamicSamplingSteps: 10,
         lengthPenalty: teacher,
         lengthPenaltySettings: { maxLength: 60, bufferLength: 56, penaltyFactor: 1 },
         thinkingBudget: [],
@@ -400,14 +403,12 @@ describe('claims building blocks', () => {
     expect(own.value).toBeCloseTo(5, 6);
     expect(own.met).toBe(true);
     expect(own.goal).toContain('mean of 3 seed pair(s)');
-    expect(own.goal).toContain('4 samples per prompt');
-    expect(own.detail).toContain('seed 1 −10.0 (50.0% vs 60.0%), seed 2 +20.0');
+    expect(own.goal).toContain('RL teacher + 10 GRPO steps (4 samples per prompt)');
+    expect(own.detail).toContain(
+      '(held-out 40.0% before): seed 1 −10.0 (50.0% vs 60.0%), seed 2 +20.0',
+    );
     expect(own.detail).toContain('mean on 66.7% vs off 61.7%');
     expect(own.detail).toContain('20.0% (on, such groups resampled/dropped) vs 25.0% (off');
-    // a pair without its own "on" arm compares the teacher run (90%) with its off arm
-    const reused = row(claims([{ seed: 1, off: at(0.6, 0.25) }]));
-    expect(reused.value).toBeCloseTo(30, 6);
-    expect(reused.met).toBe(true);
     expect(row(claims([{ seed: 1, on: at(0.5, 0.2), off: at(0.6, 0.25) }])).met).toBe(false);
   });
 });

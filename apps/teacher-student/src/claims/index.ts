@@ -23,13 +23,15 @@ export type ClaimsResult = {
   /** Held-out transcripts of the naive arm's final policy with both verdicts. */
   hacking: { examples: Transcript[]; total: number; caught: number; hedged: number };
   /**
-   * (b) On/off pairs, one per GRPO seed: `on` runs with `groupSize: dynamicSamplingGroupSize` and
-   * dynamic sampling on (absent: that is the teacher run's own setting and seed, and the teacher
-   * run is it), `off` is the same run with `dynamicSampling: false`.
+   * (b) On/off pairs, one per GRPO seed, each continuing the RL teacher for
+   * `dynamicSamplingSteps` steps with `groupSize: dynamicSamplingGroupSize`: `on` with the run's
+   * dynamic sampling, `off` with `dynamicSampling: false`.
    */
-  dynamicSampling: { seed: number; on?: ArmResult; off: ArmResult }[];
+  dynamicSampling: { seed: number; on: ArmResult; off: ArmResult }[];
   /** `groupSize` of (b)'s arms. */
   dynamicSamplingGroupSize: number;
+  /** GRPO steps of (b)'s arms (from the RL teacher). */
+  dynamicSamplingSteps: number;
   /** (c) The same run with a soft length penalty (`overlong`). */
   lengthPenalty: ArmResult;
   lengthPenaltySettings: { maxLength: number; bufferLength: number; penaltyFactor: number };
@@ -42,13 +44,14 @@ const strip = ({ checkpoint: _checkpoint, ...rest }: ArmResult & { checkpoint: C
 
 /**
  * The claims phase: three GRPO arms from the SFT teacher with the teacher run's seed and settings
- * for `claims.steps` steps — (a) the naive checker as the correctness reward, (b) dynamic sampling
- * on and off at `claims.dynamicSamplingGroupSize` samples per prompt, one pair per seed of
- * `claims.dynamicSamplingSeeds`, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
+ * for `claims.steps` steps — (a) the naive checker as the correctness reward, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
  * from `claims.lengthPenaltyOnset` tokens on, reaching `claims.lengthPenaltyFactor` at `maxNewTokens`) — and (d) the RL
- * teacher's thinking-budget curve on the held-out prompts. (e), length growing with accuracy,
- * reads the teacher run's own held-out checks. The controls of (a) and (c), and of (b) at the run's
- * own group size, are the teacher run's held-out check at the same step.
+ * teacher's thinking-budget curve on the held-out prompts; (b) continues the RL teacher with
+ * dynamic sampling on and off at `claims.dynamicSamplingGroupSize` samples per prompt for
+ * `claims.dynamicSamplingSteps` steps, one pair per seed of `claims.dynamicSamplingSeeds`
+ * (late training, where most groups are all-correct). (e), length growing with accuracy,
+ * reads the teacher run's own held-out checks. The control of (c) (and of (a) without its own
+ * warm-start mix) is the teacher run's held-out check at the same step.
  */
 export async function runClaims(
   context: ArmContext & { rlTeacher: Checkpoint; hackingTeacher?: Checkpoint },
@@ -72,17 +75,17 @@ export async function runClaims(
   const dynamicSampling: ClaimsResult['dynamicSampling'] = [];
   for (let pair = 0; pair < config.claims.dynamicSamplingSeeds; pair++) {
     const seed = config.seed + pair;
-    const reuse = pair === 0 && groupSize === config.grpo.groupSize && config.grpo.dynamicSampling;
     const arm = async (name: string, setting: typeof on | false) =>
       strip(
         await runArm(context, `${name}-seed${seed}`, {
           overrides: { groupSize, dynamicSampling: setting },
+          from: context.rlTeacher,
           seed,
+          steps: config.claims.dynamicSamplingSteps,
         }),
       );
-    const onArm = reuse ? undefined : await arm('dynamic-sampling', on);
-    const off = await arm('no-dynamic-sampling', false);
-    dynamicSampling.push({ seed, ...(onArm === undefined ? {} : { on: onArm }), off });
+    const onArm = await arm('dynamic-sampling', on);
+    dynamicSampling.push({ seed, on: onArm, off: await arm('no-dynamic-sampling', false) });
   }
   const lengthPenaltySettings = {
     maxLength: config.maxNewTokens,
@@ -109,6 +112,7 @@ export async function runClaims(
     hacking,
     dynamicSampling,
     dynamicSamplingGroupSize: groupSize,
+    dynamicSamplingSteps: config.claims.dynamicSamplingSteps,
     lengthPenalty: strip(lengthPenalty),
     lengthPenaltySettings,
     thinkingBudget,
