@@ -362,9 +362,17 @@ export function trainStepGraph(
   for (let layer = spec.num_hidden_layers - 1; layer >= 0; layer--) {
     dx = layerBackward(nodes, caches[layer]!, dx);
   }
-  const rows = nodes.op('Unsqueeze', [ids, g.int64([1])]);
+  // ScatterElements (sequential in onnxruntime): ScatterND's add reduction is atomic across
+  // threads, so repeated token ids summed in a varying order made runs differ from run to run
+  const rows = nodes.op('Expand', [
+    nodes.op('Unsqueeze', [ids, g.int64([1])]),
+    nodes.op('Shape', [dx]),
+  ]);
   const zeros = nodes.op('ConstantOfShape', [g.int64([vocab, d])]);
-  const embedGrad = nodes.op('ScatterND', [zeros, rows, dx], { reduction: 'add' });
+  const embedGrad = nodes.op('ScatterElements', [zeros, rows, dx], {
+    axis: 0,
+    reduction: 'add',
+  });
   nodes.grads.set(embed, tied ? nodes.add(headGrad, embedGrad) : embedGrad);
   const { updated, gradNorm } = adamW(nodes);
   const suffixes = ['new', 'm.new', 'v.new'];
