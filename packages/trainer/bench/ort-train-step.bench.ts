@@ -1,35 +1,25 @@
 /**
- * Prototype of issue #14's route 2b: one onnxruntime graph per train step — forward, token-mean
- * cross-entropy, the hand-written backward pass (the same math as `src/model/llama-backward.ts`),
- * global-norm clipping and AdamW — for the trainer bench's Llama configs and batch (16 × 128, the
- * 0.8M and 5M configs, lr 1e-4 constant, `maxGradNorm` 1, PyTorch's AdamW defaults). Weights and
- * Adam moments are graph inputs; the step returns their new values, which feed the next step.
+ * Issue #14's route 2b standalone: the one-graph train step (`src/backend/ort-train-step.ts`:
+ * forward, cross-entropy, the hand-written backward, clipping, AdamW) driven from JS on Hugging
+ * Face layout tensors, for the trainer bench's Llama configs and batch (16 × 128, the 0.8M and 5M
+ * configs, lr 1e-4 constant, `maxGradNorm` 1, PyTorch's AdamW defaults). Weights and Adam moments
+ * are graph inputs; the step returns their new values, which feed the next step.
  *
  * It first checks parity: 3 steps from the same random checkpoint on the same batch against the
- * trainer's own `sftStep` (tfjs, what `selectBackend()` picks), losses side by side; then it
- * times both (and the PyTorch peer when `python3-torch` is installed), alternating,
- * `BENCH_ROUNDS` rounds × `BENCH_STEPS` steps, medians. Not wired into the trainer: a bench.
+ * trainer's own `sftStep` (what `selectBackend()` picks), losses side by side; then it times both
+ * (and the PyTorch peer when `python3-torch` is installed), alternating, `BENCH_ROUNDS` rounds ×
+ * `BENCH_STEPS` steps, medians.
  *
  * Run: `npx tsx bench/ort-train-step.bench.ts` (from packages/trainer). Env: BENCH_ROUNDS (3),
  * BENCH_STEPS (3), ORT_THREADS (2), CONFIGS (`0.8M,5M`).
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { createRng } from '@rlvr/core';
 import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import * as ort from 'onnxruntime-node';
 import { createOrtTrainStep } from '../src/backend/ort-train-step.js';
-import {
-  createLlamaModel,
-  createPolicyTrainer,
-  selectBackend,
-  type TokenSequence,
-} from '../src/index.js';
-import { BENCH_CONFIGS, type BenchConfig } from './configs.js';
+import { createLlamaModel, createPolicyTrainer, selectBackend } from '../src/index.js';
+import { BENCH_CONFIGS } from './configs.js';
+import { BATCH, benchBatch, SEQ, torchAvailable, torchRound } from './torch-peer.js';
 
-const BATCH = 16;
-const SEQ = 128;
 const LR = 1e-4;
 const BETA1 = 0.9;
 const BETA2 = 0.999;
@@ -40,47 +30,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const THREADS = Number(process.env.ORT_THREADS ?? 2);
 const CHOSEN = (process.env.CONFIGS ?? '0.8M,5M').split(',');
 
-function batch(seed: number, vocab: number): TokenSequence[] {
-  const rng = createRng(seed);
-  return Array.from({ length: BATCH }, () => ({
-    promptIds: [Math.floor(rng.next() * vocab)],
-    completionIds: Array.from({ length: SEQ }, () => Math.floor(rng.next() * vocab)),
-  }));
-}
-
-const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
-function torchRound(spec: BenchConfig): number | undefined {
-  try {
-    execFileSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' });
-  } catch {
-    return undefined;
-  }
-  const script = fileURLToPath(new URL('./torch-llama.py', import.meta.url));
-  const env = {
-    ...process.env,
-    OMP_NUM_THREADS: String(THREADS),
-    ...(existsSync(OPENBLAS) ? { LD_LIBRARY_PATH: OPENBLAS } : {}),
-  };
-  const args = [
-    spec.hidden_size,
-    spec.num_hidden_layers,
-    spec.num_attention_heads,
-    spec.intermediate_size,
-    spec.vocab_size,
-    BATCH,
-    SEQ,
-    STEPS,
-    THREADS,
-    spec.num_key_value_heads,
-  ];
-  const out = execFileSync('/usr/bin/python3', [script, ...args.map(String)], {
-    env,
-    encoding: 'utf8',
-  });
-  return (JSON.parse(out.trim().split('\n').at(-1)!) as { tokensPerSecond: number })
-    .tokensPerSecond;
-}
-
+const withTorch = torchAvailable();
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 const selected = await selectBackend();
 console.log(
@@ -91,7 +41,7 @@ for (const name of CHOSEN) {
   const config = parseLlamaConfig({ ...spec, max_position_embeddings: 256 });
   const checkpoint = createRandomCheckpoint(config, { seed: 1 });
   const tensors = new Map(checkpoint.tensors.map((t) => [t.name, t.data]));
-  const sequences = batch(2, spec.vocab_size);
+  const sequences = benchBatch(2, spec.vocab_size);
   const model = await createLlamaModel(checkpoint);
   const trainer = await createPolicyTrainer(model, { schedule: { learningRate: LR } });
   const onnx = await createOrtTrainStep(
@@ -120,7 +70,7 @@ for (const name of CHOSEN) {
   }
   const worst = Math.max(...ours.map((loss, i) => Math.abs(loss - theirs[i]!)));
   console.log(
-    `${name} parity, 3 steps on one batch: loss tfjs ${theirs.map((l) => l.toFixed(6)).join(' → ')}, onnx graph ${ours.map((l) => l.toFixed(6)).join(' → ')} (max |Δ| ${worst.toExponential(2)})`,
+    `${name} parity, 3 steps on one batch: loss sftStep ${theirs.map((l) => l.toFixed(6)).join(' → ')}, onnx graph ${ours.map((l) => l.toFixed(6)).join(' → ')} (max |Δ| ${worst.toExponential(2)})`,
   );
   const tokens = BATCH * SEQ * STEPS;
   const rates: Record<string, number[]> = { tfjs: [], graph: [], torch: [] };
@@ -131,15 +81,14 @@ for (const name of CHOSEN) {
     start = performance.now();
     for (let step = 0; step < STEPS; step++) await onnx.step(sequences);
     rates.graph!.push(tokens / ((performance.now() - start) / 1000));
-    const peer = torchRound(spec);
-    if (peer !== undefined) rates.torch!.push(peer);
+    if (withTorch) rates.torch!.push(torchRound(spec, STEPS, THREADS));
   }
   const torch = rates.torch!.length > 0 ? median(rates.torch!) : undefined;
   const line = (label: string, rate: number) =>
     `  ${label}: ${Math.round(rate)} tok/s${torch === undefined ? '' : ` (${(rate / torch).toFixed(2)}× PyTorch)`}`;
   console.log(`${name}, ${BATCH}×${SEQ}, medians of ${ROUNDS} rounds × ${STEPS} steps:`);
-  console.log(line('@rlvr/trainer sftStep (tfjs)', median(rates.tfjs!)));
-  console.log(line('one onnxruntime train-step graph (prototype)', median(rates.graph!)));
+  console.log(line('@rlvr/trainer sftStep (default engine)', median(rates.tfjs!)));
+  console.log(line('the train-step graph driven from JS (hf layout)', median(rates.graph!)));
   if (torch !== undefined)
     console.log(`  PyTorch 1.13 + OpenBLAS, ${THREADS} threads: ${Math.round(torch)} tok/s`);
   await onnx.release();

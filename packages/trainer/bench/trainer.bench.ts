@@ -12,8 +12,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { createRng } from '@rlvr/core';
 import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { ORT_FUSED_KERNELS } from '../src/backend/ort-kernels.js';
@@ -23,12 +21,10 @@ import {
   createPolicyTrainer,
   type SelectBackendOptions,
   selectBackend,
-  type TokenSequence,
 } from '../src/index.js';
 import { BENCH_CONFIGS, type BenchConfig } from './configs.js';
+import { BATCH, benchBatch, OPENBLAS, SEQ, torchAvailable, torchRound } from './torch-peer.js';
 
-const BATCH = 16;
-const SEQ = 128;
 const STEPS = Number(process.env.BENCH_STEPS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TORCH_THREADS = Number(process.env.TORCH_THREADS ?? 2);
@@ -53,51 +49,6 @@ function flopsPerToken(spec: Spec): number {
   const perLayer = 2 * d * d + 2 * d * kv + 3 * d * spec.intermediate_size;
   const matrixParams = spec.num_hidden_layers * perLayer + d * spec.vocab_size;
   return 6 * matrixParams + 3 * spec.num_hidden_layers * 4 * SEQ * d;
-}
-
-function batch(seed: number, vocab: number): TokenSequence[] {
-  const rng = createRng(seed);
-  return Array.from({ length: BATCH }, () => ({
-    promptIds: [Math.floor(rng.next() * vocab)],
-    completionIds: Array.from({ length: SEQ }, () => Math.floor(rng.next() * vocab)),
-  }));
-}
-
-function torchAvailable(): boolean {
-  try {
-    execFileSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
-
-function torchRound(spec: Spec): number {
-  const script = fileURLToPath(new URL('./torch-llama.py', import.meta.url));
-  const threads = { OMP_NUM_THREADS: String(TORCH_THREADS) };
-  const env = existsSync(OPENBLAS)
-    ? { ...process.env, ...threads, LD_LIBRARY_PATH: OPENBLAS }
-    : { ...process.env, ...threads };
-  const args = [
-    spec.hidden_size,
-    spec.num_hidden_layers,
-    spec.num_attention_heads,
-    spec.intermediate_size,
-    spec.vocab_size,
-    BATCH,
-    SEQ,
-    STEPS,
-    TORCH_THREADS,
-    spec.num_key_value_heads,
-  ];
-  const out = execFileSync('/usr/bin/python3', [script, ...args.map(String)], {
-    env,
-    encoding: 'utf8',
-  });
-  return (JSON.parse(out.trim().split('\n').at(-1)!) as { tokensPerSecond: number })
-    .tokensPerSecond;
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
@@ -126,19 +77,19 @@ for (const [name, spec] of Object.entries(CONFIGS)) {
     for (const kernel of saved) tf.registerKernel(kernel);
     const trainer = await createPolicyTrainer(model, { schedule: { learningRate: 1e-4 } });
     const label = `${variant} (${selected.name}, matMul ${selected.matMul})`;
-    trainer.sftStep(batch(2, spec.vocab_size)); // warm-up (sessions, kernels)
+    trainer.sftStep(benchBatch(2, spec.vocab_size)); // warm-up (sessions, kernels)
     trainers.push({ label, trainer, model, steps: variant === 'cpu' ? 1 : STEPS });
     ours.set(label, []);
   }
   const peer: number[] = [];
-  const sequences = batch(2, spec.vocab_size);
+  const sequences = benchBatch(2, spec.vocab_size);
   for (let round = 0; round < ROUNDS; round++) {
     for (const { label, trainer, steps } of trainers) {
       const start = performance.now();
       for (let step = 0; step < steps; step++) trainer.sftStep(sequences);
       ours.get(label)!.push((BATCH * SEQ * steps) / ((performance.now() - start) / 1000));
     }
-    if (torch) peer.push(torchRound(spec));
+    if (torch) peer.push(torchRound(spec, STEPS, TORCH_THREADS));
   }
   for (const { trainer, model } of trainers) {
     trainer.dispose();

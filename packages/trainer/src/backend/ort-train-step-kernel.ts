@@ -1,11 +1,14 @@
 import type { LlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
-import { attentionBias } from '../model/prepared-input.js';
-import { ropeTables } from '../model/rope.js';
 import type { AdamW } from '../optim/adamw.js';
 import type { TokenBatch } from '../train/batch.js';
 import { ortMatMulActive, runOrtGraph } from './ort-matmul.js';
-import { type StepSettings, type TrainStepSpec, trainStepGraph } from './ort-train-step.js';
+import {
+  type StepSettings,
+  stepInputs,
+  type TrainStepSpec,
+  trainStepGraph,
+} from './ort-train-step.js';
 
 /** Name of the one-graph train step kernel (forward, backward, clipping, AdamW) for wasm. */
 export const ORT_TRAIN_STEP = 'RlvrOrtTrainStep';
@@ -96,16 +99,7 @@ export function graphSftStep(
   batch: TokenBatch,
   settings: { learningRate: number; maxGradNorm: number },
 ): GraphStep {
-  const spec: TrainStepSpec = {
-    hidden_size: config.hidden_size,
-    num_hidden_layers: config.num_hidden_layers,
-    num_attention_heads: config.num_attention_heads,
-    num_key_value_heads: config.num_key_value_heads,
-    intermediate_size: config.intermediate_size,
-    vocab_size: config.vocab_size,
-    head_dim: config.head_dim,
-    tie_word_embeddings: config.tie_word_embeddings,
-  };
+  const spec: TrainStepSpec = config;
   const stepSettings: StepSettings = {
     linearLayout: 'in-out',
     ropeTheta: config.rope_theta,
@@ -117,14 +111,6 @@ export function graphSftStep(
   };
   const key = JSON.stringify({ spec, stepSettings });
   if (!settingsByKey.has(key)) settingsByKey.set(key, { spec, settings: stepSettings });
-  const { batchSize: b, seqLen: t, positions } = batch.input;
-  const n = b * t;
-  const tokens = batch.slots.reduce((sum, slots) => sum + slots.length, 0);
-  const lossWeights = new Float32Array(n);
-  for (const slots of batch.slots) for (const slot of slots) lossWeights[slot] = 1 / tokens;
-  const rope = ropeTables(positions, config.head_dim, config.rope_theta);
-  const step = optimizer.step + 1;
-  const { learningRate } = settings;
   const names = [...params.keys()];
   const moments = optimizer.moments();
   const temporaries: tf.Tensor[] = [];
@@ -132,17 +118,15 @@ export function graphSftStep(
     temporaries.push(tensor);
     return tensor;
   };
-  const inputs: tf.NamedTensorMap = {
-    ids: temporary(tf.tensor1d(Float32Array.from(batch.input.ids))),
-    labels: temporary(tf.tensor1d(Float32Array.from(batch.targets))),
-    loss_weights: temporary(tf.tensor1d(lossWeights)),
-    cos: temporary(tf.tensor4d(rope.cos, [b, t, 1, config.head_dim])),
-    sin: temporary(tf.tensor4d(rope.sin, [b, t, 1, config.head_dim])),
-    bias: temporary(tf.tensor4d(attentionBias(batch.input), [b, 1, 1, t * t])),
-    c1: temporary(tf.scalar(learningRate / (1 - optimizer.beta1 ** step))),
-    c2: temporary(tf.scalar(1 / (1 - optimizer.beta2 ** step))),
-    keep: temporary(tf.scalar(1 - learningRate * optimizer.weightDecay)),
-  };
+  const inputs: tf.NamedTensorMap = {};
+  const batchInputs = stepInputs(
+    batch,
+    { headDim: config.head_dim, ropeTheta: config.rope_theta },
+    { ...optimizer, step: optimizer.step + 1, learningRate: settings.learningRate },
+  );
+  for (const [name, input] of Object.entries(batchInputs)) {
+    inputs[name] = temporary(tf.tensor(input.data, input.dims, 'float32'));
+  }
   for (const name of names) {
     const param = params.get(name)!;
     inputs[name] = param;

@@ -7,23 +7,29 @@
  * attention bias (causal, padding, packing) are inputs, computed as the tfjs model computes them.
  * Bias-free Llama layers; tied embeddings and any `head_dim`. @internal
  */
-import { GraphBuilder, type OnnxAttributeValue, OnnxDataType, valueInfo } from '@rlvr/model';
+import {
+  GraphBuilder,
+  type LlamaConfig,
+  type OnnxAttributeValue,
+  OnnxDataType,
+  valueInfo,
+} from '@rlvr/model';
 import { attentionBias } from '../model/prepared-input.js';
 import { ropeTables } from '../model/rope.js';
 import { isNoDecayParameter } from '../optim/adamw.js';
-import { buildTokenBatch, type TokenSequence } from '../train/batch.js';
+import { buildTokenBatch, type TokenBatch, type TokenSequence } from '../train/batch.js';
 
-/** The model the graph is built for (Hugging Face names; `head_dim` default hidden / heads). @internal */
-export type TrainStepSpec = {
-  hidden_size: number;
-  num_hidden_layers: number;
-  num_attention_heads: number;
-  num_key_value_heads: number;
-  intermediate_size: number;
-  vocab_size: number;
-  head_dim?: number;
-  tie_word_embeddings?: boolean;
-};
+/** The model the graph is built for (`head_dim` default hidden / heads). @internal */
+export type TrainStepSpec = Pick<
+  LlamaConfig,
+  | 'hidden_size'
+  | 'num_hidden_layers'
+  | 'num_attention_heads'
+  | 'num_key_value_heads'
+  | 'intermediate_size'
+  | 'vocab_size'
+> &
+  Partial<Pick<LlamaConfig, 'head_dim' | 'tie_word_embeddings'>>;
 
 /** A trained tensor (Hugging Face name and layout). @internal */
 export type Param = { name: string; shape: number[] };
@@ -409,6 +415,46 @@ export function trainStepGraph(
   return { model, params: nodes.params };
 }
 
+/** A float32 graph input: its values and dims. @internal */
+export type StepInput = { data: Float32Array; dims: number[] };
+
+/**
+ * The non-parameter inputs of {@link trainStepGraph} for one batch laid out by `buildTokenBatch`
+ * (`sftStep`'s loss: 1 / completion tokens at each completion position) and AdamW step `step`.
+ * @internal
+ */
+export function stepInputs(
+  batch: TokenBatch,
+  model: { headDim: number; ropeTheta: number },
+  optimizer: {
+    step: number;
+    learningRate: number;
+    beta1: number;
+    beta2: number;
+    weightDecay: number;
+  },
+): Record<string, StepInput> {
+  const { batchSize: b, seqLen: t, positions } = batch.input;
+  const n = b * t;
+  const tokens = batch.slots.reduce((sum, slots) => sum + slots.length, 0);
+  const lossWeights = new Float32Array(n);
+  for (const slots of batch.slots) for (const slot of slots) lossWeights[slot] = 1 / tokens;
+  const rope = ropeTables(positions, model.headDim, model.ropeTheta);
+  const { step, learningRate } = optimizer;
+  const scalar = (value: number) => ({ data: Float32Array.of(value), dims: [] });
+  return {
+    ids: { data: Float32Array.from(batch.input.ids), dims: [n] },
+    labels: { data: Float32Array.from(batch.targets), dims: [n] },
+    loss_weights: { data: lossWeights, dims: [n] },
+    cos: { data: rope.cos, dims: [b, t, 1, model.headDim] },
+    sin: { data: rope.sin, dims: [b, t, 1, model.headDim] },
+    bias: { data: attentionBias(batch.input), dims: [b, 1, 1, t * t] },
+    c1: scalar(learningRate / (1 - optimizer.beta1 ** step)),
+    c2: scalar(1 / (1 - optimizer.beta2 ** step)),
+    keep: scalar(1 - learningRate * optimizer.weightDecay),
+  };
+}
+
 /** The parts of onnxruntime-node the runner uses (passed in: the package is an optional peer). */
 type Ort = typeof import('onnxruntime-node');
 
@@ -456,9 +502,7 @@ export async function createOrtTrainStep(
     state[`${p.name}.v`] = new ort.Tensor('float32', new Float32Array(data.length), p.shape);
   }
   const hd = spec.head_dim ?? spec.hidden_size / spec.num_attention_heads;
-  const { beta1, beta2 } = settings;
   const float = (data: Float32Array, dims: number[]) => new ort.Tensor('float32', data, dims);
-  const scalar = (value: number) => float(Float32Array.of(value), []);
   let t = 0;
   return {
     async step(sequences, options = {}) {
@@ -468,26 +512,16 @@ export async function createOrtTrainStep(
         functionName: 'createOrtTrainStep().step',
         ...(options.pack === undefined ? {} : { pack: options.pack }),
       });
-      const { batchSize: b, seqLen: length, positions } = batch.input;
-      const n = b * length;
-      const tokens = batch.slots.reduce((sum, slots) => sum + slots.length, 0);
-      const lossWeights = new Float32Array(n);
-      for (const slots of batch.slots) for (const slot of slots) lossWeights[slot] = 1 / tokens;
-      const rope = ropeTables(positions, hd, settings.ropeTheta);
-      const learningRate = options.learningRate ?? settings.learningRate;
       t += 1;
-      const out = await session.run({
-        ...state,
-        ids: float(Float32Array.from(batch.input.ids), [n]),
-        labels: float(Float32Array.from(batch.targets), [n]),
-        loss_weights: float(lossWeights, [n]),
-        cos: float(rope.cos, [b, length, 1, hd]),
-        sin: float(rope.sin, [b, length, 1, hd]),
-        bias: float(attentionBias(batch.input), [b, 1, 1, length * length]),
-        c1: scalar(learningRate / (1 - beta1 ** t)),
-        c2: scalar(1 / (1 - beta2 ** t)),
-        keep: scalar(1 - learningRate * settings.weightDecay),
-      });
+      const inputs = stepInputs(
+        batch,
+        { headDim: hd, ropeTheta: settings.ropeTheta },
+        { ...settings, step: t, learningRate: options.learningRate ?? settings.learningRate },
+      );
+      const feeds: Record<string, OrtTensor> = { ...state };
+      for (const [name, input] of Object.entries(inputs))
+        feeds[name] = float(input.data, input.dims);
+      const out = await session.run(feeds);
       for (const p of params) {
         state[p.name] = out[`${p.name}.new`]!;
         state[`${p.name}.m`] = out[`${p.name}.m.new`]!;
