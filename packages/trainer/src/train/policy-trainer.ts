@@ -367,19 +367,7 @@ export class PolicyTrainer {
       learningRate,
       maxGradNorm,
     });
-    if (applied) guard.applied();
-    else {
-      const lossFinite = Number.isFinite(loss);
-      guard.skip(
-        new NonFiniteError({
-          parameter: lossFinite ? 'gradients' : 'loss',
-          functionName,
-          index: 0,
-          value: lossFinite ? gradNorm : loss,
-        }),
-        functionName,
-      );
-    }
+    this.settle(applied, loss, gradNorm, functionName);
     return {
       ...lossMetricsOf(accumulated),
       step: optimizer.step,
@@ -396,7 +384,7 @@ export class PolicyTrainer {
    * norm skips the update as there.
    */
   private graphStep(batch: TokenBatch, tokens: number, functionName: string): GrpoStepMetrics {
-    const { optimizer, guard, maxGradNorm } = inner(this);
+    const { optimizer, maxGradNorm } = inner(this);
     const started = performance.now();
     const learningRate = this.learningRate;
     const step = graphSftStep(this.model.config, this.model.params, optimizer, batch, {
@@ -405,21 +393,9 @@ export class PolicyTrainer {
     });
     const { loss, gradNorm } = step;
     const applied = Number.isFinite(loss) && Number.isFinite(gradNorm);
-    if (applied) {
-      this.model.replaceParams(step.commit());
-      guard.applied();
-    } else {
-      step.discard();
-      guard.skip(
-        new NonFiniteError({
-          parameter: Number.isFinite(loss) ? 'gradients' : 'loss',
-          functionName,
-          index: 0,
-          value: Number.isFinite(loss) ? gradNorm : loss,
-        }),
-        functionName,
-      );
-    }
+    if (applied) this.model.replaceParams(step.commit());
+    else step.discard();
+    this.settle(applied, loss, gradNorm, functionName);
     return {
       ...EMPTY_LOSS_METRICS,
       loss,
@@ -430,6 +406,25 @@ export class PolicyTrainer {
       skipped: !applied,
       timeMs: performance.now() - started,
     };
+  }
+
+  /** Tells the non-finite guard whether the update was applied (a skip may throw or stall). */
+  private settle(applied: boolean, loss: number, gradNorm: number, functionName: string): void {
+    const { guard } = inner(this);
+    if (applied) {
+      guard.applied();
+      return;
+    }
+    const lossFinite = Number.isFinite(loss);
+    guard.skip(
+      new NonFiniteError({
+        parameter: lossFinite ? 'gradients' : 'loss',
+        functionName,
+        index: 0,
+        value: lossFinite ? gradNorm : loss,
+      }),
+      functionName,
+    );
   }
 
   private skippedMetrics(started: number): GrpoStepMetrics {
