@@ -4,24 +4,58 @@ import type { AdamW } from '../optim/adamw.js';
 import type { TokenBatch } from '../train/batch.js';
 import { ortMatMulActive, runOrtGraph } from './ort-matmul.js';
 import {
+  batchInputs,
+  type GraphMode,
+  type StepInput,
   type StepSettings,
   stepInputs,
   type TrainStepSpec,
   trainStepGraph,
 } from './ort-train-step.js';
 
-/** Name of the one-graph train step kernel (forward, backward, clipping, AdamW) for wasm. */
+/** Name of the train-step graph kernel (the modes of `trainStepGraph`) for wasm. */
 export const ORT_TRAIN_STEP = 'RlvrOrtTrainStep';
 
 type Attrs = { key: string; names: string[] };
 
 /** Graph settings by kernel key (the key is their JSON). */
-const settingsByKey = new Map<string, { spec: TrainStepSpec; settings: StepSettings }>();
+const settingsByKey = new Map<
+  string,
+  { spec: TrainStepSpec; settings: StepSettings; graph: GraphMode }
+>();
+
+/** The outputs of a mode: name and shape, in the order the kernel returns them. */
+function outputsOf(
+  graph: GraphMode,
+  inputs: tf.NamedTensorInfoMap,
+  names: readonly string[],
+): { name: string; shape: number[] }[] {
+  const shapeOf = (name: string) => inputs[name]!.shape;
+  if (graph.mode === 'forward') {
+    return ['logprobs', 'entropy'].map((name) => ({ name, shape: shapeOf('ids') }));
+  }
+  if (graph.mode === 'grads') {
+    return [
+      { name: 'loss', shape: [] },
+      ...names.map((name) => ({ name: `${name}.grad`, shape: shapeOf(name) })),
+    ];
+  }
+  return [
+    { name: 'loss', shape: [] },
+    { name: 'grad_norm', shape: [] },
+    ...names.flatMap((name) =>
+      ['new', 'm.new', 'v.new'].map((suffix) => ({
+        name: `${name}.${suffix}`,
+        shape: shapeOf(name),
+      })),
+    ),
+  ];
+}
 
 /**
- * The train-step graph as a kernel: inputs are the graph's inputs by name (float32 on the wasm
- * heap, passed to onnxruntime as views), outputs `loss`, `grad_norm` and per parameter (in
- * `names` order) its new value and moments; one onnxruntime session per model and settings.
+ * A train-step graph as a kernel: inputs are the graph's inputs by name (float32 on the wasm
+ * heap, passed to onnxruntime as views), outputs those of its mode (`outputsOf`, parameters in
+ * `names` order); one onnxruntime session per model, settings and mode.
  */
 function ortTrainStep(args: {
   inputs: tf.NamedTensorInfoMap;
@@ -29,26 +63,18 @@ function ortTrainStep(args: {
   attrs?: tf.NamedAttrMap;
 }): tf.TensorInfo[] {
   const { key, names } = args.attrs as unknown as Attrs;
-  const { spec, settings } = settingsByKey.get(key)!;
+  const { spec, settings, graph } = settingsByKey.get(key)!;
   const feeds = Object.entries(args.inputs).map(([name, info]) => ({
     name,
     info: info!,
     dims: info!.shape,
   }));
-  const outputs = [
-    { name: 'loss', shape: [] },
-    { name: 'grad_norm', shape: [] },
-    ...names.flatMap((name) => {
-      const shape = args.inputs[name]!.shape;
-      return ['new', 'm.new', 'v.new'].map((suffix) => ({ name: `${name}.${suffix}`, shape }));
-    }),
-  ];
   return runOrtGraph(
     args.backend,
     `train-step|${key}`,
-    () => trainStepGraph(spec, settings).model,
+    () => trainStepGraph(spec, settings, graph).model,
     feeds,
-    outputs,
+    outputsOf(graph, args.inputs, names),
   );
 }
 
@@ -86,6 +112,62 @@ export type GraphStep = {
   discard(): void;
 };
 
+/** The graph settings of a model (the optimizer's for `step` mode). */
+function settingsOf(
+  config: LlamaConfig,
+  optimizer: { beta1: number; beta2: number; epsilon: number } | undefined,
+  maxGradNorm: number,
+): StepSettings {
+  return {
+    linearLayout: 'in-out',
+    ropeTheta: config.rope_theta,
+    rmsNormEps: config.rms_norm_eps,
+    // `forward` and `grads` graphs do not use the optimizer settings: one session for every trainer
+    beta1: optimizer?.beta1 ?? 0,
+    beta2: optimizer?.beta2 ?? 0,
+    epsilon: optimizer?.epsilon ?? 0,
+    maxGradNorm,
+  };
+}
+
+/**
+ * Runs a graph of `mode` on `params` (Hugging Face names → the model's tensors) and the batch
+ * inputs `values` (plus `extra` tensors, not disposed here); returns the kernel's outputs.
+ */
+function runGraph(
+  config: LlamaConfig,
+  stepSettings: StepSettings,
+  graph: GraphMode,
+  params: ReadonlyMap<string, tf.Tensor>,
+  values: Record<string, StepInput>,
+  extra: tf.NamedTensorMap = {},
+): tf.Tensor[] {
+  const spec: TrainStepSpec = config;
+  const key = JSON.stringify({ spec, stepSettings, graph });
+  if (!settingsByKey.has(key)) settingsByKey.set(key, { spec, settings: stepSettings, graph });
+  const temporaries: tf.Tensor[] = [];
+  const inputs: tf.NamedTensorMap = { ...extra };
+  for (const [name, input] of Object.entries(values)) {
+    const tensor = tf.tensor(input.data, input.dims, 'float32');
+    temporaries.push(tensor);
+    inputs[name] = tensor;
+  }
+  for (const [name, param] of params) inputs[name] = param;
+  const attrs = { key, names: [...params.keys()] } as unknown as tf.NamedAttrMap;
+  try {
+    return tf.engine().runKernel(ORT_TRAIN_STEP, inputs, attrs) as unknown as tf.Tensor[];
+  } finally {
+    for (const tensor of temporaries) tensor.dispose();
+  }
+}
+
+/** Reads and frees a scalar output. */
+function scalarOf(tensor: tf.Tensor): number {
+  const value = tensor.dataSync()[0]!;
+  tensor.dispose();
+  return value;
+}
+
 /**
  * One `sftStep` (cross-entropy averaged over the completion tokens of `batch`, one micro-batch)
  * as one onnxruntime graph: forward, backward, clipping at `maxGradNorm` (0: none) and the
@@ -99,52 +181,37 @@ export function graphSftStep(
   batch: TokenBatch,
   settings: { learningRate: number; maxGradNorm: number },
 ): GraphStep {
-  const spec: TrainStepSpec = config;
-  const stepSettings: StepSettings = {
-    linearLayout: 'in-out',
-    ropeTheta: config.rope_theta,
-    rmsNormEps: config.rms_norm_eps,
-    beta1: optimizer.beta1,
-    beta2: optimizer.beta2,
-    epsilon: optimizer.epsilon,
-    maxGradNorm: settings.maxGradNorm,
-  };
-  const key = JSON.stringify({ spec, stepSettings });
-  if (!settingsByKey.has(key)) settingsByKey.set(key, { spec, settings: stepSettings });
   const names = [...params.keys()];
   const moments = optimizer.moments();
-  const temporaries: tf.Tensor[] = [];
-  const temporary = (tensor: tf.Tensor) => {
-    temporaries.push(tensor);
-    return tensor;
-  };
-  const inputs: tf.NamedTensorMap = {};
-  const batchInputs = stepInputs(
+  const zeros: tf.Tensor[] = [];
+  const extra: tf.NamedTensorMap = {};
+  for (const name of names) {
+    for (const [suffix, held] of [
+      ['m', moments.m],
+      ['v', moments.v],
+    ] as const) {
+      let moment = held.get(name);
+      if (moment === undefined) {
+        moment = tf.zerosLike(params.get(name)!);
+        zeros.push(moment);
+      }
+      extra[`${name}.${suffix}`] = moment;
+    }
+  }
+  const values = stepInputs(
     batch,
     { headDim: config.head_dim, ropeTheta: config.rope_theta },
     { ...optimizer, step: optimizer.step + 1, learningRate: settings.learningRate },
   );
-  for (const [name, input] of Object.entries(batchInputs)) {
-    inputs[name] = temporary(tf.tensor(input.data, input.dims, 'float32'));
-  }
-  for (const name of names) {
-    const param = params.get(name)!;
-    inputs[name] = param;
-    inputs[`${name}.m`] = moments.m.get(name) ?? temporary(tf.zerosLike(param));
-    inputs[`${name}.v`] = moments.v.get(name) ?? temporary(tf.zerosLike(param));
-  }
-  const attrs = { key, names } as unknown as tf.NamedAttrMap;
   let outputs: tf.Tensor[];
   try {
-    outputs = tf.engine().runKernel(ORT_TRAIN_STEP, inputs, attrs) as unknown as tf.Tensor[];
+    const stepSettings = settingsOf(config, optimizer, settings.maxGradNorm);
+    outputs = runGraph(config, stepSettings, { mode: 'step' }, params, values, extra);
   } finally {
-    for (const tensor of temporaries) tensor.dispose();
+    for (const tensor of zeros) tensor.dispose();
   }
-  const [lossTensor, normTensor] = outputs;
-  const loss = lossTensor!.dataSync()[0]!;
-  const gradNorm = normTensor!.dataSync()[0]!;
-  lossTensor!.dispose();
-  normTensor!.dispose();
+  const loss = scalarOf(outputs[0]!);
+  const gradNorm = scalarOf(outputs[1]!);
   const updated = outputs.slice(2);
   return {
     loss,
@@ -164,5 +231,57 @@ export function graphSftStep(
     discard() {
       for (const tensor of updated) tensor.dispose();
     },
+  };
+}
+
+/**
+ * The logprobs and entropies (nats) of `batch`'s targets under `softmax(logits / temperature)` at
+ * every position `[B·T]` (padding positions hold values of no meaning), as one graph run.
+ * @internal
+ */
+export function graphForward(
+  config: LlamaConfig,
+  params: ReadonlyMap<string, tf.Tensor>,
+  batch: TokenBatch,
+  temperature: number,
+): { logprobs: Float32Array; entropy: Float32Array } {
+  const values = batchInputs(
+    batch,
+    { headDim: config.head_dim, ropeTheta: config.rope_theta },
+    { temperature },
+  );
+  const graph: GraphMode = { mode: 'forward' };
+  const [lp, en] = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
+  const logprobs = lp!.dataSync() as Float32Array;
+  const entropy = en!.dataSync() as Float32Array;
+  lp!.dispose();
+  en!.dispose();
+  return { logprobs, entropy };
+}
+
+/**
+ * The gradients of Σ over positions of `−lossWeights·logprob + entropyWeights·entropy` (the
+ * tempered distribution at `temperature`; `[B·T]` weights, zero off the loss positions) for
+ * `batch`, as one graph run (forward + backward): a `Map` of Hugging Face name → gradient in the
+ * model's layout (caller disposes), and the value of −Σ w·logprob.
+ * @internal
+ */
+export function graphGradients(
+  config: LlamaConfig,
+  params: ReadonlyMap<string, tf.Tensor>,
+  batch: TokenBatch,
+  weights: { temperature: number; lossWeights: Float32Array; entropyWeights?: Float32Array },
+): { loss: number; grads: Map<string, tf.Tensor> } {
+  const values = batchInputs(
+    batch,
+    { headDim: config.head_dim, ropeTheta: config.rope_theta },
+    weights,
+  );
+  const graph: GraphMode = { mode: 'grads', entropy: weights.entropyWeights !== undefined };
+  const outputs = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
+  const names = [...params.keys()];
+  return {
+    loss: scalarOf(outputs[0]!),
+    grads: new Map(names.map((name, index) => [name, outputs[index + 1]!])),
   };
 }

@@ -5,7 +5,7 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { createLlamaModel } from '../model/llama-model.js';
 import type { TokenSequence } from '../train/batch.js';
-import { createPolicyTrainer } from '../train/policy-trainer.js';
+import { createPolicyTrainer, type PolicyTrainerOptions } from '../train/policy-trainer.js';
 import { createOrtTrainStep } from './ort-train-step.js';
 import { ORT_TRAIN_STEP } from './ort-train-step-kernel.js';
 import { selectBackend } from './select-backend.js';
@@ -41,17 +41,25 @@ const LEARNING_RATE = 1e-2;
 const MAX_GRAD_NORM = 0.5;
 
 /** A trainer whose model is created with (`graph`) or without the train-step kernel registered. */
-async function trainer(checkpoint: Checkpoint, graph: boolean, weightDecay: number) {
+async function trainer(
+  checkpoint: Checkpoint,
+  graph: boolean,
+  weightDecay: number,
+  options: PolicyTrainerOptions = {},
+) {
   const kernel = tf.getKernel(ORT_TRAIN_STEP, 'wasm')!;
   if (!graph) tf.unregisterKernel(ORT_TRAIN_STEP, 'wasm');
   const model = await createLlamaModel(checkpoint);
-  if (!graph) tf.registerKernel(kernel);
   expect(model.ops.trainStep === true).toBe(graph);
+  // the reference model (β > 0) is created here too: on the same path as the policy
   const policy = await createPolicyTrainer(model, {
     schedule: { learningRate: LEARNING_RATE },
     maxGradNorm: MAX_GRAD_NORM,
     optimizer: { weightDecay },
+    ...options,
   });
+  if (!graph) tf.registerKernel(kernel);
+  if (options.grpo?.beta) expect(policy.reference?.ops.trainStep === true).toBe(graph);
   return { model, policy };
 }
 
@@ -177,4 +185,96 @@ describe('the onnxruntime train-step graph', () => {
     };
     expect(worstDifference(await run(), await run())).toBe(0);
   });
+});
+
+type GrpoCase = {
+  name: string;
+  options: PolicyTrainerOptions;
+  step?: { numIterations?: number; miniBatchSize?: number };
+  tied?: boolean;
+};
+
+const GRPO_CASES: GrpoCase[] = [
+  {
+    name: 'T 0.7, KL to the reference, entropy bonus, 2 iterations (π_old), 3 micro-batches',
+    options: {
+      microBatchSize: 2,
+      grpo: {
+        temperature: 0.7,
+        beta: 0.05,
+        entropyCoefficient: 0.01,
+        lossAggregation: 'token-mean',
+      },
+    },
+    step: { numIterations: 2 },
+  },
+  {
+    name: 'seq-mean-token-mean, 2 mini-batches, tied embeddings, no reference',
+    options: { grpo: { lossAggregation: 'seq-mean-token-mean', epsilonHigh: 0.28 } },
+    step: { miniBatchSize: 3 },
+    tied: true,
+  },
+];
+
+describe('GRPO through the onnxruntime train-step graphs', () => {
+  for (const c of GRPO_CASES) {
+    it(`matches the tfjs grpoStep's metrics and weights (${c.name})`, async () => {
+      await selectBackend();
+      const config = parseLlamaConfig({
+        hidden_size: 32,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        intermediate_size: 40,
+        vocab_size: 19,
+        tie_word_embeddings: c.tied ?? false,
+        max_position_embeddings: 64,
+      });
+      const checkpoint = createRandomCheckpoint(config, { seed: 6, std: 0.2 });
+      const batch = {
+        sequences: sequences(config.vocab_size),
+        advantages: [1.2, -0.8, 0.3, -1.1, 0.4],
+      };
+      const reference = await trainer(checkpoint, false, 0, c.options);
+      const graph = await trainer(checkpoint, true, 0, c.options);
+      try {
+        const logprobs = [reference, graph].map(
+          ({ policy }) => policy.completionLogprobs(batch.sequences).logprobs,
+        );
+        expect(logprobs[1]!.flat().length).toBe(logprobs[0]!.flat().length);
+        logprobs[1]!.flat().forEach((value, index) => {
+          expect(Math.abs(value - logprobs[0]!.flat()[index]!)).toBeLessThan(1e-5);
+        });
+        let clipped = 0;
+        for (let call = 0; call < 2; call++) {
+          const want = reference.policy.grpoStep(batch, c.step).steps;
+          const got = graph.policy.grpoStep(batch, c.step).steps;
+          expect(got.length).toBe(want.length);
+          got.forEach((step, index) => {
+            const expected = want[index]!;
+            expect(step.skipped).toBe(false);
+            const bound = call === 0 && index === 0 ? 1e-5 : 1e-3;
+            for (const key of ['loss', 'policyLoss', 'kl', 'entropy', 'ratioMean'] as const) {
+              expect(Math.abs(step[key] - expected[key]), key).toBeLessThan(bound);
+            }
+            expect(Math.abs(step.gradNorm - expected.gradNorm) / expected.gradNorm).toBeLessThan(
+              bound,
+            );
+            expect(step.clipFraction).toBe(expected.clipFraction);
+            clipped += expected.clipFraction;
+          });
+        }
+        // later updates are off-policy enough to clip (the ratio term is exercised, not only ratio 1)
+        expect(clipped).toBeGreaterThan(0);
+        const trained = weightsOf(reference.model.toCheckpoint());
+        expect(worstDifference(weightsOf(graph.model.toCheckpoint()), trained)).toBeLessThan(1e-3);
+        expect(worstDifference(trained, weightsOf(checkpoint))).toBeGreaterThan(1e-2);
+      } finally {
+        for (const { model, policy } of [reference, graph]) {
+          policy.dispose();
+          model.dispose();
+        }
+      }
+    });
+  }
 });

@@ -1,5 +1,10 @@
 import { ErrorCode, InvalidArgumentError, type policyLoss, RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
+import {
+  graphForward,
+  graphGradients,
+  trainStepSupports,
+} from '../backend/ort-train-step-kernel.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
 import type { AdamW } from '../optim/adamw.js';
@@ -73,6 +78,30 @@ export function microBatches(
   return batches;
 }
 
+/** Whether `model`'s forward and backward run as onnxruntime train-step graphs. @internal */
+export function usesGraph(model: LlamaModel): boolean {
+  return model.ops.trainStep === true && trainStepSupports(model.config);
+}
+
+/** Logprobs and entropies at every position `[B·T]` of a batch (graph or tfjs forward). */
+function positionStats(
+  model: LlamaModel,
+  batch: TokenBatch,
+  temperature: number,
+): { logprobs: Float32Array; entropy: Float32Array } {
+  if (usesGraph(model)) return graphForward(model.config, model.params, batch, temperature);
+  const [lp, en] = tf.tidy(() => {
+    const { logits } = model.forwardWithCache(batch.input, false);
+    const stats = tokenStats(logits, batch.targets, temperature);
+    return [stats.logprobs, stats.entropy];
+  });
+  const logprobs = lp!.dataSync() as Float32Array;
+  const entropy = en!.dataSync() as Float32Array;
+  lp!.dispose();
+  en!.dispose();
+  return { logprobs, entropy };
+}
+
 /**
  * Logprobs and entropies of `log softmax(logits / temperature)` at every completion token, without
  * a backward pass. Non-finite values are returned as they are. @internal
@@ -86,15 +115,7 @@ export function forwardLogprobs(
   const logprobs: Ragged = new Array(count);
   const entropies: Ragged = new Array(count);
   for (const { indices, batch } of micro) {
-    const [lp, en] = tf.tidy(() => {
-      const { logits } = model.forwardWithCache(batch.input, false);
-      const stats = tokenStats(logits, batch.targets, temperature);
-      return [stats.logprobs, stats.entropy];
-    });
-    const lpData = lp!.dataSync() as Float32Array;
-    const enData = en!.dataSync() as Float32Array;
-    lp!.dispose();
-    en!.dispose();
+    const { logprobs: lpData, entropy: enData } = positionStats(model, batch, temperature);
     indices.forEach((sequence, position) => {
       const slots = batch.slots[position]!;
       logprobs[sequence] = Array.from(slots, (slot) => lpData[slot]!);
@@ -126,32 +147,136 @@ export function backpropagate(
   members: ReadonlySet<number>,
   dLogitsOf: LogitsGradientFunction,
 ): Map<string, tf.Tensor> {
+  return sumOverMicroBatches(micro, members, ({ batch }, local) => {
+    const grads = tf.tidy(() => {
+      const { logits, cache } = model.forwardWithCache(batch.input, true);
+      const dLogits = dLogitsOf(logits, batch, local);
+      return Object.fromEntries(model.backward(batch.input, cache, dLogits));
+    });
+    return new Map(Object.entries(grads));
+  });
+}
+
+type Totals = Omit<Accumulated, 'grads'>;
+
+/**
+ * `lossOf` on one micro-batch's per-position logprobs and entropies (`[B·T]`) for the sequences of
+ * `local`; adds its loss metrics to `totals` and returns d loss / d logprob and d loss / d entropy
+ * per position (zero off the completion slots).
+ */
+function microLoss(
+  batch: TokenBatch,
+  local: { sequence: number; position: number }[],
+  stats: { logprobs: Float32Array; entropy: Float32Array },
+  lossOf: LossFunction,
+  mask: Ragged,
+  totals: Totals,
+): { gradLogprobs: Float32Array; gradEntropy: Float32Array | null } {
+  const rows = local.map(({ sequence }) => sequence);
+  const slots = local.map(({ position }) => batch.slots[position]!);
+  const current = slots.map((row) => Array.from(row, (slot) => stats.logprobs[slot]!));
+  const entropies = slots.map((row) => Array.from(row, (slot) => stats.entropy[slot]!));
+  const out = lossOf(rows, current, entropies);
+  totals.loss += out.loss;
+  if (out.result) addLossMetrics(totals, out.result);
+  for (const row of rows) totals.tokens += mask[row]!.reduce((a, b) => a + b, 0);
+  const size = batch.input.batchSize * batch.input.seqLen;
+  const gradLogprobs = new Float32Array(size);
+  const gradEntropy = out.gradEntropy ? new Float32Array(size) : null;
+  slots.forEach((row, r) => {
+    row.forEach((slot, j) => {
+      gradLogprobs[slot] = out.gradLogprobs[r]![j]!;
+      if (gradEntropy) gradEntropy[slot] = out.gradEntropy![r]![j]!;
+    });
+  });
+  return { gradLogprobs, gradEntropy };
+}
+
+/**
+ * Forward + loss + backward of a per-token loss (`lossOf` gets the logprobs and entropies of
+ * `softmax(logits / temperature)`) over the micro-batches holding `members`; returns the summed
+ * gradients (caller disposes) and the loss metrics. On a model with train-step graphs
+ * ({@link usesGraph}) each micro-batch is two graph runs: the forward gives `lossOf` its logprobs,
+ * then forward + backward with `lossOf`'s per-token gradients as the loss weights. @internal
+ */
+export function accumulateGradients(
+  model: LlamaModel,
+  micro: MicroBatch[],
+  members: ReadonlySet<number>,
+  mask: Ragged,
+  lossOf: LossFunction,
+  temperature = 1,
+): Accumulated {
+  const totals: Totals = {
+    loss: 0,
+    policyOnly: 0,
+    sums: emptySums(),
+    ratioMin: Infinity,
+    ratioMax: -Infinity,
+    tokens: 0,
+  };
+  if (usesGraph(model)) {
+    const grads = sumOverMicroBatches(micro, members, ({ batch }, local) => {
+      const stats = graphForward(model.config, model.params, batch, temperature);
+      const { gradLogprobs, gradEntropy } = microLoss(batch, local, stats, lossOf, mask, totals);
+      return graphGradients(model.config, model.params, batch, {
+        temperature,
+        lossWeights: gradLogprobs.map((g) => -g),
+        ...(gradEntropy ? { entropyWeights: gradEntropy } : {}),
+      }).grads;
+    });
+    return { grads, ...totals };
+  }
+  const grads = backpropagate(model, micro, members, (logits, batch, local) => {
+    const stats = tokenStats(logits, batch.targets, temperature);
+    const data = {
+      logprobs: stats.logprobs.dataSync() as Float32Array,
+      entropy: stats.entropy.dataSync() as Float32Array,
+    };
+    const { gradLogprobs, gradEntropy } = microLoss(batch, local, data, lossOf, mask, totals);
+    return logitsGradient(stats, gradLogprobs, gradEntropy);
+  });
+  return { grads, ...totals };
+}
+
+/**
+ * Sums `gradientsOf` (one micro-batch's gradients, owned by the caller after return) over the
+ * micro-batches holding `members`; frees partial sums on failure. @internal
+ */
+function sumOverMicroBatches(
+  micro: MicroBatch[],
+  members: ReadonlySet<number>,
+  gradientsOf: (
+    micro: MicroBatch,
+    local: { sequence: number; position: number }[],
+  ) => Map<string, tf.Tensor>,
+): Map<string, tf.Tensor> {
   let accumulated: Map<string, tf.Tensor> | undefined;
+  const free = (grads: Map<string, tf.Tensor> | undefined) => {
+    if (grads) for (const tensor of grads.values()) tensor.dispose();
+  };
   try {
-    for (const { indices, batch } of micro) {
-      const local = indices
+    for (const batch of micro) {
+      const local = batch.indices
         .map((sequence, position) => ({ sequence, position }))
         .filter(({ sequence }) => members.has(sequence));
       if (local.length === 0) continue;
-      const grads = tf.tidy(() => {
-        const { logits, cache } = model.forwardWithCache(batch.input, true);
-        const dLogits = dLogitsOf(logits, batch, local);
-        const partial = model.backward(batch.input, cache, dLogits);
-        const summed: Record<string, tf.Tensor> = {};
-        for (const [name, grad] of partial) {
-          summed[name] = accumulated ? tf.add(accumulated.get(name)!, grad) : grad;
-        }
-        return summed;
-      });
-      if (accumulated) for (const tensor of accumulated.values()) tensor.dispose();
-      accumulated = new Map(Object.entries(grads));
+      const grads = gradientsOf(batch, local);
+      if (accumulated === undefined) {
+        accumulated = grads;
+        continue;
+      }
+      const previous = accumulated;
+      accumulated = new Map(
+        [...grads].map(([name, grad]) => [name, tf.add(previous.get(name)!, grad)]),
+      );
+      free(previous);
+      free(grads);
     }
   } catch (error) {
-    if (accumulated) for (const tensor of accumulated.values()) tensor.dispose();
+    free(accumulated);
     if (RlvrError.isInstance(error)) throw error;
-    throw new RlvrError(ErrorCode.INVALID_ARGUMENT, 'The tfjs training step failed', {
-      cause: error,
-    });
+    throw new RlvrError(ErrorCode.INVALID_ARGUMENT, 'The training step failed', { cause: error });
   }
   if (accumulated === undefined) {
     throw new InvalidArgumentError({
@@ -162,53 +287,6 @@ export function backpropagate(
     });
   }
   return accumulated;
-}
-
-/**
- * Forward + loss + backward of a per-token loss (`lossOf` gets the logprobs and entropies of
- * `softmax(logits / temperature)`) over the micro-batches holding `members`; returns the summed
- * gradients (caller disposes) and the loss metrics. @internal
- */
-export function accumulateGradients(
-  model: LlamaModel,
-  micro: MicroBatch[],
-  members: ReadonlySet<number>,
-  mask: Ragged,
-  lossOf: LossFunction,
-  temperature = 1,
-): Accumulated {
-  const totals = {
-    loss: 0,
-    policyOnly: 0,
-    sums: emptySums(),
-    ratioMin: Infinity,
-    ratioMax: -Infinity,
-  };
-  let tokens = 0;
-  const grads = backpropagate(model, micro, members, (logits, batch, local) => {
-    const stats = tokenStats(logits, batch.targets, temperature);
-    const lpData = stats.logprobs.dataSync() as Float32Array;
-    const enData = stats.entropy.dataSync() as Float32Array;
-    const rows = local.map(({ sequence }) => sequence);
-    const slots = local.map(({ position }) => batch.slots[position]!);
-    const current = slots.map((row) => Array.from(row, (slot) => lpData[slot]!));
-    const entropies = slots.map((row) => Array.from(row, (slot) => enData[slot]!));
-    const out = lossOf(rows, current, entropies);
-    totals.loss += out.loss;
-    if (out.result) addLossMetrics(totals, out.result);
-    for (const row of rows) tokens += mask[row]!.reduce((a, b) => a + b, 0);
-    const size = batch.input.batchSize * batch.input.seqLen;
-    const gradLogprobs = new Float32Array(size);
-    const gradEntropy = out.gradEntropy ? new Float32Array(size) : null;
-    slots.forEach((row, r) => {
-      row.forEach((slot, j) => {
-        gradLogprobs[slot] = out.gradLogprobs[r]![j]!;
-        if (gradEntropy) gradEntropy[slot] = out.gradEntropy![r]![j]!;
-      });
-    });
-    return logitsGradient(stats, gradLogprobs, gradEntropy);
-  });
-  return { grads, ...totals, tokens };
 }
 
 /**
