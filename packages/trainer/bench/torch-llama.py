@@ -1,8 +1,13 @@
 """Same Llama architecture and step as bench/trainer.bench.ts, in PyTorch (CPU), for the ratio.
 
-Usage: python3 torch-llama.py HIDDEN LAYERS HEADS INTERMEDIATE VOCAB BATCH SEQ STEPS THREADS [KV_HEADS]
+Usage: python3 torch-llama.py HIDDEN LAYERS HEADS INTERMEDIATE VOCAB BATCH SEQ STEPS THREADS [KV_HEADS] [MODE]
+MODE `sft` (default): cross-entropy over every position. MODE `grpo`: TRL's GRPO loss with
+num_iterations 1 (ratio against the detached current logprobs), clipping 0.2 / 0.28, k3 KL
+(beta 0.04) to a frozen reference copy (a no-grad forward per step), token mean, one random
+advantage per sequence.
 Prints one JSON line: {"tokensPerSecond": ...}.
 """
+import copy
 import json
 import math
 import sys
@@ -12,6 +17,7 @@ import torch
 
 hidden, layers, heads, inter, vocab, batch, seq, steps, threads = map(int, sys.argv[1:10])
 kv_heads = int(sys.argv[10]) if len(sys.argv) > 10 else heads
+mode = sys.argv[11] if len(sys.argv) > 11 else "sft"
 torch.manual_seed(0)
 torch.set_num_threads(threads)
 head_dim = hidden // heads
@@ -87,9 +93,27 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 ids = torch.randint(0, vocab, (batch, seq + 1))
 
 
+reference = copy.deepcopy(model).eval()
+advantages = torch.randn(batch, 1)
+targets = ids[:, 1:].unsqueeze(-1)
+
+
+def grpo_loss():
+    with torch.no_grad():
+        ref = torch.log_softmax(reference(ids[:, :-1]), -1).gather(-1, targets).squeeze(-1)
+    logp = torch.log_softmax(model(ids[:, :-1]), -1).gather(-1, targets).squeeze(-1)
+    ratio = torch.exp(logp - logp.detach())
+    surrogate = torch.min(ratio * advantages, ratio.clamp(0.8, 1.28) * advantages)
+    kl = torch.exp(ref - logp) - (ref - logp) - 1
+    return (-surrogate + 0.04 * kl).mean()
+
+
 def step():
-    logits = model(ids[:, :-1])
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), ids[:, 1:].reshape(-1))
+    if mode == "grpo":
+        loss = grpo_loss()
+    else:
+        logits = model(ids[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), ids[:, 1:].reshape(-1))
     optimizer.zero_grad()
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

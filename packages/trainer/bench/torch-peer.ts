@@ -32,8 +32,16 @@ export function torchAvailable(): boolean {
 /** Debian's OpenMP OpenBLAS, which the peer runs on when installed. */
 export const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
 
-/** One round of `torch-llama.py` (same architecture and step) on `threads` threads: tok/s. */
-export function torchRound(spec: BenchConfig, steps: number, threads: number): number {
+/**
+ * One round of `torch-llama.py` (same architecture and step: `sft` cross-entropy or `grpo`, TRL's
+ * GRPO loss with a reference model) on `threads` threads: tok/s.
+ */
+export function torchRound(
+  spec: BenchConfig,
+  steps: number,
+  threads: number,
+  mode: 'sft' | 'grpo' = 'sft',
+): number {
   const script = fileURLToPath(new URL('./torch-llama.py', import.meta.url));
   const env = {
     ...process.env,
@@ -51,6 +59,7 @@ export function torchRound(spec: BenchConfig, steps: number, threads: number): n
     steps,
     threads,
     spec.num_key_value_heads,
+    mode,
   ];
   const out = execFileSync('/usr/bin/python3', [script, ...args.map(String)], {
     env,

@@ -8,10 +8,13 @@
  * Env: BENCH_STEPS (default 3), BENCH_ROUNDS (default 3), BENCH_VARIANTS (default "default";
  * comma-separated from "default" = what `selectBackend()` picks, "matmul-only" = wasm with
  * onnxruntime matMul but without the fused onnxruntime attention, "wasm-xnnpack" = wasm with
- * `matMul: 'backend'`, "cpu"), TORCH_THREADS (default 2: both cores).
+ * `matMul: 'backend'`, "cpu"), TORCH_THREADS (default 2: both cores), BENCH_STEP (default "sft":
+ * `sftStep`; "grpo": `grpoStep` with a reference model, β 0.04, clipping 0.2 / 0.28, token mean,
+ * one random advantage per sequence, against TRL's GRPO loss in the peer).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createRng } from '@rlvr/core';
 import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { ORT_FUSED_KERNELS } from '../src/backend/ort-kernels.js';
@@ -19,8 +22,10 @@ import { ORT_TRAIN_STEP } from '../src/backend/ort-train-step-kernel.js';
 import {
   createLlamaModel,
   createPolicyTrainer,
+  type PolicyTrainer,
   type SelectBackendOptions,
   selectBackend,
+  type TokenSequence,
 } from '../src/index.js';
 import { BENCH_CONFIGS, type BenchConfig } from './configs.js';
 import { BATCH, benchBatch, OPENBLAS, SEQ, torchAvailable, torchRound } from './torch-peer.js';
@@ -38,8 +43,26 @@ const VARIANTS: Record<string, SelectBackendOptions> = {
   cpu: { candidates: ['cpu'] },
 };
 const CHOSEN = (process.env.BENCH_VARIANTS ?? 'default').split(',');
+const STEP_KIND = process.env.BENCH_STEP === 'grpo' ? 'grpo' : 'sft';
+const GRPO = {
+  beta: 0.04,
+  epsilonLow: 0.2,
+  epsilonHigh: 0.28,
+  lossAggregation: 'token-mean',
+} as const;
 
 type Spec = BenchConfig;
+
+/** One step of the benched kind (`BENCH_STEP`). */
+function trainStep(trainer: PolicyTrainer, sequences: TokenSequence[]): void {
+  if (STEP_KIND === 'sft') {
+    trainer.sftStep(sequences);
+    return;
+  }
+  const rng = createRng(3);
+  const advantages = sequences.map(() => 2 * rng.next() - 1);
+  trainer.grpoStep({ sequences, advantages });
+}
 const CONFIGS = BENCH_CONFIGS;
 
 /** Training FLOPs per token: 6 × (matrix params incl. head) + attention (fwd 4·T·d per layer, ×3). */
@@ -56,7 +79,7 @@ const torch = torchAvailable();
 const table: string[] = [];
 const load = () =>
   (execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0] ?? '?').trim();
-console.log(`load average at start: ${load()}`);
+console.log(`load average at start: ${load()}; step: ${STEP_KIND}`);
 for (const [name, spec] of Object.entries(CONFIGS)) {
   const config = parseLlamaConfig({ ...spec, max_position_embeddings: 256 });
   const flops = flopsPerToken(spec);
@@ -75,9 +98,12 @@ for (const [name, spec] of Object.entries(CONFIGS)) {
     for (const kernel of leftOut) tf.unregisterKernel(kernel, 'wasm');
     const model = await createLlamaModel(createRandomCheckpoint(config, { seed: 1 }));
     for (const kernel of saved) tf.registerKernel(kernel);
-    const trainer = await createPolicyTrainer(model, { schedule: { learningRate: 1e-4 } });
+    const trainer = await createPolicyTrainer(model, {
+      schedule: { learningRate: 1e-4 },
+      ...(STEP_KIND === 'grpo' ? { grpo: GRPO } : {}),
+    });
     const label = `${variant} (${selected.name}, matMul ${selected.matMul})`;
-    trainer.sftStep(benchBatch(2, spec.vocab_size)); // warm-up (sessions, kernels)
+    trainStep(trainer, benchBatch(2, spec.vocab_size)); // warm-up (sessions, kernels)
     trainers.push({ label, trainer, model, steps: variant === 'cpu' ? 1 : STEPS });
     ours.set(label, []);
   }
@@ -86,10 +112,10 @@ for (const [name, spec] of Object.entries(CONFIGS)) {
   for (let round = 0; round < ROUNDS; round++) {
     for (const { label, trainer, steps } of trainers) {
       const start = performance.now();
-      for (let step = 0; step < steps; step++) trainer.sftStep(sequences);
+      for (let step = 0; step < steps; step++) trainStep(trainer, sequences);
       ours.get(label)!.push((BATCH * SEQ * steps) / ((performance.now() - start) / 1000));
     }
-    if (torch) peer.push(torchRound(spec, STEPS, TORCH_THREADS));
+    if (torch) peer.push(torchRound(spec, STEPS, TORCH_THREADS, STEP_KIND));
   }
   for (const { trainer, model } of trainers) {
     trainer.dispose();

@@ -6,6 +6,7 @@ import { ortMatMulActive, runOrtGraph } from './ort-matmul.js';
 import {
   batchInputs,
   type GraphMode,
+  type GrpoHead,
   type StepInput,
   type StepSettings,
   stepInputs,
@@ -37,6 +38,8 @@ function outputsOf(
   if (graph.mode === 'grads') {
     return [
       { name: 'loss', shape: [] },
+      { name: 'logprobs', shape: shapeOf('ids') },
+      { name: 'entropy', shape: shapeOf('ids') },
       ...names.map((name) => ({ name: `${name}.grad`, shape: shapeOf(name) })),
     ];
   }
@@ -259,29 +262,56 @@ export function graphForward(
   return { logprobs, entropy };
 }
 
+/** GRPO's loss inside the `grads` graph: the head and its inputs (see `ort-grpo-head.ts`). */
+export type GraphGrpoLoss = {
+  head: GrpoHead;
+  /** `[B·T]` inputs by name (`advantages`, `agg_weights`, …; zero off the completion slots). */
+  tokens: Record<string, Float32Array>;
+  scalars: Record<string, number>;
+};
+
 /**
- * The gradients of Σ over positions of `−lossWeights·logprob + entropyWeights·entropy` (the
- * tempered distribution at `temperature`; `[B·T]` weights, zero off the loss positions) for
- * `batch`, as one graph run (forward + backward): a `Map` of Hugging Face name → gradient in the
- * model's layout (caller disposes), and the value of −Σ w·logprob.
+ * The gradients, for `batch`, of Σ over positions of `−lossWeights·logprob +
+ * entropyWeights·entropy` (the tempered distribution at `temperature`; `[B·T]` weights, zero off
+ * the loss positions) — or, with `grpo`, of GRPO's loss with its weights computed in the graph —
+ * as one graph run (forward + backward): a `Map` of Hugging Face name → gradient in the model's
+ * layout (caller disposes), the value of −Σ w·logprob, and the logprobs and entropies `[B·T]` the
+ * forward computed.
  * @internal
  */
 export function graphGradients(
   config: LlamaConfig,
   params: ReadonlyMap<string, tf.Tensor>,
   batch: TokenBatch,
-  weights: { temperature: number; lossWeights: Float32Array; entropyWeights?: Float32Array },
-): { loss: number; grads: Map<string, tf.Tensor> } {
+  weights: {
+    temperature: number;
+    lossWeights?: Float32Array;
+    entropyWeights?: Float32Array;
+    grpo?: GraphGrpoLoss;
+  },
+): { loss: number; logprobs: Float32Array; entropy: Float32Array; grads: Map<string, tf.Tensor> } {
+  const { grpo, ...rest } = weights;
   const values = batchInputs(
     batch,
     { headDim: config.head_dim, ropeTheta: config.rope_theta },
-    weights,
+    grpo ? { ...rest, tokens: grpo.tokens, scalars: grpo.scalars } : rest,
   );
-  const graph: GraphMode = { mode: 'grads', entropy: weights.entropyWeights !== undefined };
+  const graph: GraphMode = {
+    mode: 'grads',
+    entropy: weights.entropyWeights !== undefined,
+    ...(grpo ? { grpo: grpo.head } : {}),
+  };
   const outputs = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
   const names = [...params.keys()];
+  const read = (tensor: tf.Tensor) => {
+    const data = tensor.dataSync() as Float32Array;
+    tensor.dispose();
+    return data;
+  };
   return {
     loss: scalarOf(outputs[0]!),
-    grads: new Map(names.map((name, index) => [name, outputs[index + 1]!])),
+    logprobs: read(outputs[1]!),
+    entropy: read(outputs[2]!),
+    grads: new Map(names.map((name, index) => [name, outputs[index + 3]!])),
   };
 }

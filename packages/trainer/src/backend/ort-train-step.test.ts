@@ -192,6 +192,8 @@ type GrpoCase = {
   options: PolicyTrainerOptions;
   step?: { numIterations?: number; miniBatchSize?: number };
   tied?: boolean;
+  /** Sampler logprobs for the mismatch correction: the start's, perturbed. */
+  behaviour?: boolean;
 };
 
 const GRPO_CASES: GrpoCase[] = [
@@ -205,6 +207,30 @@ const GRPO_CASES: GrpoCase[] = [
         entropyCoefficient: 0.01,
         lossAggregation: 'token-mean',
       },
+    },
+    step: { numIterations: 2 },
+  },
+  {
+    name: 'dual clip, δ cap, k2 KL, Dr. GRPO aggregation, importance weights (token-truncate)',
+    options: {
+      microBatchSize: 3,
+      grpo: {
+        dualClip: 3,
+        delta: 1.4,
+        beta: 0.1,
+        klEstimator: 'k2',
+        lossAggregation: 'seq-mean-token-sum-norm',
+        normalizer: 10,
+        mismatch: { mode: 'token-truncate', cap: 2 },
+      },
+    },
+    step: { numIterations: 2 },
+    behaviour: true,
+  },
+  {
+    name: 'GSPO sequence ratios (forward graph, then core’s gradients as loss weights)',
+    options: {
+      grpo: { ratioLevel: 'sequence', beta: 0.02, epsilonLow: 0.003, epsilonHigh: 0.004 },
     },
     step: { numIterations: 2 },
   },
@@ -237,6 +263,13 @@ describe('GRPO through the onnxruntime train-step graphs', () => {
       };
       const reference = await trainer(checkpoint, false, 0, c.options);
       const graph = await trainer(checkpoint, true, 0, c.options);
+      if (c.behaviour) {
+        const start = reference.policy.completionLogprobs(batch.sequences).logprobs;
+        const rng = createRng(8);
+        Object.assign(batch, {
+          behaviourLogprobs: start.map((row) => row.map((lp) => lp + 0.6 * (rng.next() - 0.5))),
+        });
+      }
       try {
         const logprobs = [reference, graph].map(
           ({ policy }) => policy.completionLogprobs(batch.sequences).logprobs,

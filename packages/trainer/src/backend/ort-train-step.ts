@@ -19,6 +19,12 @@ import { ropeTables } from '../model/rope.js';
 import { isNoDecayParameter } from '../optim/adamw.js';
 import { buildTokenBatch, type TokenBatch, type TokenSequence } from '../train/batch.js';
 import {
+  type GrpoHead,
+  grpoLossWeights,
+  grpoScalarInputs,
+  grpoTokenInputs,
+} from './ort-grpo-head.js';
+import {
   type LayerCache,
   layerBackward,
   layerForward,
@@ -28,6 +34,7 @@ import {
   type TrainStepSpec,
 } from './ort-train-step-nodes.js';
 
+export type { GrpoHead } from './ort-grpo-head.js';
 export type { Param, StepSettings, TrainStepSpec } from './ort-train-step-nodes.js';
 
 /**
@@ -35,7 +42,12 @@ export type { Param, StepSettings, TrainStepSpec } from './ort-train-step-nodes.
  * `entropy`, an `entropy_weights` input adds d loss / d entropy) or `forward` (logprobs and
  * entropies). @internal
  */
-export type GraphMode = { mode: 'step' | 'grads' | 'forward'; entropy?: boolean };
+export type GraphMode = {
+  mode: 'step' | 'grads' | 'forward';
+  entropy?: boolean;
+  /** `grads` only: the loss weights are GRPO's, computed in the graph (`ort-grpo-head.ts`). */
+  grpo?: GrpoHead;
+};
 
 /** Clipping and AdamW over every parameter: `[w', m', v']` per parameter, then the grad norm. */
 function adamW(nodes: StepNodes): { updated: string[]; gradNorm: string } {
@@ -101,7 +113,8 @@ function lossHead(
   const logprobs = flat(picked);
   const entropy = flat(entropyColumn);
   if (graph.mode === 'forward') return { logprobs, entropy };
-  const weights = nodes.op('Unsqueeze', ['loss_weights', g.int64([1])]); // [N, 1]
+  const lossWeights = graph.grpo ? grpoLossWeights(nodes, logprobs, graph.grpo) : 'loss_weights';
+  const weights = nodes.op('Unsqueeze', [lossWeights, g.int64([1])]); // [N, 1]
   const loss = nodes.op('Neg', [
     nodes.op('ReduceSum', [nodes.mul(picked, weights)], { keepdims: 0 }),
   ]);
@@ -170,7 +183,8 @@ function modelGraph(
  * `entropy`, `entropy_weights` `[N]`); in `step` mode also `c1`, `c2` (AdamW's bias-corrected step
  * factors), `keep` (1 − lr · weight decay) and the moments `<name>.m`, `<name>.v`. Outputs —
  * `step`: `loss`, `grad_norm` (before clipping), `<name>.new`, `<name>.m.new`, `<name>.v.new`;
- * `grads`: `loss`, `<name>.grad`; `forward`: `logprobs`, `entropy` `[N]`.
+ * `grads`: `loss`, `logprobs`, `entropy` `[N]`, `<name>.grad`; `forward`: `logprobs`, `entropy`.
+ * With a GRPO head (`grads`), `ort-grpo-head.ts`'s inputs replace `loss_weights`.
  * @internal
  */
 export function trainStepGraph(
@@ -187,8 +201,13 @@ export function trainStepGraph(
     outputs = ['logprobs', 'entropy'];
     values = [result.logprobs, result.entropy];
   } else if (graph.mode === 'grads') {
-    outputs = ['loss', ...nodes.params.map((p) => `${p.name}.grad`)];
-    values = [result.loss!, ...nodes.params.map((p) => nodes.grads.get(p.name)!)];
+    outputs = ['loss', 'logprobs', 'entropy', ...nodes.params.map((p) => `${p.name}.grad`)];
+    values = [
+      result.loss!,
+      result.logprobs,
+      result.entropy,
+      ...nodes.params.map((p) => nodes.grads.get(p.name)!),
+    ];
   } else {
     const { updated, gradNorm } = adamW(nodes);
     const suffixes = ['new', 'm.new', 'v.new'];
@@ -203,8 +222,15 @@ export function trainStepGraph(
     g.add('Identity', [value], {}, [outputs[index]!]);
   });
   const { FLOAT } = OnnxDataType;
-  const weightInputs = graph.mode === 'forward' ? [] : ['loss_weights'];
+  const grpo = graph.mode === 'grads' ? graph.grpo : undefined;
+  const weightInputs =
+    graph.mode === 'forward' ? [] : grpo ? grpoTokenInputs(grpo) : ['loss_weights'];
   if (graph.mode !== 'forward' && graph.entropy === true) weightInputs.push('entropy_weights');
+  const scalarInputs = [
+    'inv_temperature',
+    ...(grpo ? grpoScalarInputs(grpo) : []),
+    ...(graph.mode === 'step' ? ['c1', 'c2', 'keep'] : []),
+  ];
   const stepOnly = graph.mode === 'step';
   const model = g.encode({
     irVersion: 8,
@@ -216,11 +242,10 @@ export function trainStepGraph(
         valueInfo('ids', FLOAT, ['N']),
         valueInfo('labels', FLOAT, ['N']),
         ...weightInputs.map((name) => valueInfo(name, FLOAT, ['N'])),
-        valueInfo('inv_temperature', FLOAT, []),
+        ...scalarInputs.map((name) => valueInfo(name, FLOAT, [])),
         valueInfo('cos', FLOAT, ['B', 'T', 1, hd]),
         valueInfo('sin', FLOAT, ['B', 'T', 1, hd]),
         valueInfo('bias', FLOAT, ['B', 1, 1, 'TT']),
-        ...(stepOnly ? ['c1', 'c2', 'keep'].map((name) => valueInfo(name, FLOAT, [])) : []),
         ...nodes.params.flatMap((p) =>
           (stepOnly ? ['', '.m', '.v'] : ['']).map((suffix) =>
             valueInfo(`${p.name}${suffix}`, FLOAT, p.shape),
@@ -255,7 +280,15 @@ export function sftLossWeights(batch: TokenBatch): Float32Array {
 export function batchInputs(
   batch: TokenBatch,
   model: { headDim: number; ropeTheta: number },
-  options: { temperature?: number; lossWeights?: Float32Array; entropyWeights?: Float32Array },
+  options: {
+    temperature?: number;
+    lossWeights?: Float32Array;
+    entropyWeights?: Float32Array;
+    /** More `[B·T]` inputs by name (a GRPO head's). */
+    tokens?: Record<string, Float32Array>;
+    /** More scalar inputs by name. */
+    scalars?: Record<string, number>;
+  },
 ): Record<string, StepInput> {
   const { batchSize: b, seqLen: t, positions } = batch.input;
   const n = b * t;
@@ -270,6 +303,10 @@ export function batchInputs(
   };
   if (options.lossWeights) inputs.loss_weights = { data: options.lossWeights, dims: [n] };
   if (options.entropyWeights) inputs.entropy_weights = { data: options.entropyWeights, dims: [n] };
+  for (const [name, data] of Object.entries(options.tokens ?? {})) {
+    inputs[name] = { data, dims: [n] };
+  }
+  for (const [name, value] of Object.entries(options.scalars ?? {})) inputs[name] = scalar(value);
   return inputs;
 }
 

@@ -1,5 +1,6 @@
 import { ErrorCode, InvalidArgumentError, type policyLoss, RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
+import type { GrpoHead } from '../backend/ort-grpo-head.js';
 import {
   graphForward,
   graphGradients,
@@ -18,8 +19,12 @@ export type Ragged = number[][];
 /** A group of sequences laid out as one model input. @internal */
 export type MicroBatch = { indices: number[]; batch: TokenBatch };
 
-/** Per micro-batch: the loss and d loss / d logprob (and / d entropy) per token. @internal */
-export type LossFunction = (
+/**
+ * Per micro-batch: the loss and d loss / d logprob (and / d entropy) per token; `graph`, when
+ * set, is the same loss for the `grads` graph's GRPO head (one graph run per micro-batch).
+ * @internal
+ */
+export type LossFunction = ((
   rows: number[],
   logprobs: Ragged,
   entropies: Ragged,
@@ -28,6 +33,14 @@ export type LossFunction = (
   gradLogprobs: Ragged;
   gradEntropy: Ragged | undefined;
   result: ReturnType<typeof policyLoss> | undefined;
+}) & { graph?: GraphLossSource };
+
+/** A loss the `grads` graph computes itself: its GRPO head, scalars and per-token inputs. @internal */
+export type GraphLossSource = {
+  head: GrpoHead;
+  scalars: Record<string, number>;
+  /** Per-token inputs (graph input name → ragged rows) of the sequences `rows`. */
+  rows(rows: number[]): { tokens: Record<string, Ragged>; entropyWeights?: Ragged };
 };
 
 /** Turns one micro-batch's logits `[rows·T, vocab]` into d loss / d logits (inside `tf.tidy`). */
@@ -215,6 +228,40 @@ export function accumulateGradients(
     ratioMax: -Infinity,
     tokens: 0,
   };
+  if (usesGraph(model) && lossOf.graph) {
+    const source = lossOf.graph;
+    const grads = sumOverMicroBatches(micro, members, ({ batch }, local) => {
+      const slots = local.map(({ position }) => batch.slots[position]!);
+      const size = batch.input.batchSize * batch.input.seqLen;
+      const scatter = (rows: Ragged) => {
+        const out = new Float32Array(size);
+        slots.forEach((row, r) => {
+          row.forEach((slot, j) => {
+            out[slot] = rows[r]![j]!;
+          });
+        });
+        return out;
+      };
+      const inputs = source.rows(local.map(({ sequence }) => sequence));
+      const tokens = Object.fromEntries(
+        Object.entries(inputs.tokens).map(([name, rows]) => [name, scatter(rows)]),
+      );
+      const run = graphGradients(model.config, model.params, batch, {
+        temperature,
+        grpo: { head: source.head, tokens, scalars: source.scalars },
+        ...(inputs.entropyWeights ? { entropyWeights: scatter(inputs.entropyWeights) } : {}),
+      });
+      try {
+        // the loss value and metrics: core's policyLoss on the logprobs of this same forward
+        microLoss(batch, local, run, lossOf, mask, totals);
+      } catch (error) {
+        for (const tensor of run.grads.values()) tensor.dispose();
+        throw error;
+      }
+      return run.grads;
+    });
+    return { grads, ...totals };
+  }
   if (usesGraph(model)) {
     const grads = sumOverMicroBatches(micro, members, ({ batch }, local) => {
       const stats = graphForward(model.config, model.params, batch, temperature);
