@@ -2,7 +2,13 @@ import { createRng, InvalidArgumentError } from '@rlvr/core';
 import { createTokenizer } from '@rlvr/model';
 import { describe, expect, it } from 'vitest';
 import { configFromArgs } from './cli.js';
-import { checkKnownKeys, claimSteps, DEFAULT_CONFIG, validateConfig } from './config.js';
+import {
+  checkKnownKeys,
+  claimSteps,
+  DEFAULT_CONFIG,
+  QUICK_OVERRIDES,
+  validateConfig,
+} from './config.js';
 import { parametersOf } from './models.js';
 import { correctness, r1Format, taskAnswer } from './rewards.js';
 import { buildTaskTokenizer, makeSplits, runningValues, solve, solveWithSlips } from './task.js';
@@ -90,6 +96,13 @@ describe('configFromArgs', () => {
     expect(DEFAULT_CONFIG.claims.dynamicSamplingSeeds).toBe(3);
     expect(seeds(1)().claims.dynamicSamplingSeeds).toBe(1);
     expect(seeds(0)).toThrow(/'claims\.dynamicSamplingSeeds'/);
+    const hacking = (hackingSeeds: number) => () =>
+      validateConfig({ ...DEFAULT_CONFIG, claims: { ...DEFAULT_CONFIG.claims, hackingSeeds } });
+    expect(DEFAULT_CONFIG.claims.hackingSeeds).toBe(3);
+    expect(QUICK_OVERRIDES.claims?.hackingSeeds).toBe(1);
+    expect(hacking(0)).toThrow(/'claims\.hackingSeeds'/);
+    expect(hacking(1.5)).toThrow(/'claims\.hackingSeeds'/);
+    expect(() => checkKnownKeys({ claims: { hackingSeed: 2 } })).toThrow(/hackingSeeds/);
     expect(() => checkKnownKeys({ claims: { dynamicSamplingGroupSiz: 4 } })).toThrow(
       /dynamicSamplingGroupSize/,
     );

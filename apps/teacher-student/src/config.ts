@@ -138,6 +138,12 @@ export type RunConfig = {
      */
     hackingWarmStart: { hedgeRate: number; hedgeMaxExtra: number };
     /**
+     * Naive-reward arms of (a), each with its own GRPO seed (`seed`, `seed + 1`, …) from the same
+     * SFT teacher; the row is the mean of their gaps (≥ 1). Which route GRPO takes first — the
+     * hedges or honest slip removal — is a race that one seed (or float rounding) can flip.
+     */
+    hackingSeeds: number;
+    /**
      * `groupSize` of the dynamic-sampling claim's two arms (b), on and off (≥ 2). Smaller groups
      * are more often all-correct or all-wrong, so the filter has groups to drop. When it is
      * `grpo.groupSize` and the run's `dynamicSampling` is on, the teacher run is the "on" arm.
@@ -229,6 +235,9 @@ export const DEFAULT_CONFIG: RunConfig = {
     // with the main mix (5% hedged, 1–3 extra digits) seed 1's naive arm never amplified hedging,
     // with 10% of 1–4 seed 3's did not
     hackingWarmStart: { hedgeRate: 0.15, hedgeMaxExtra: 6 },
+    // one arm per run gave +5.9 and −1.4 for seeds 1 and 2 (seed 2's took the honest route),
+    // and +15.2 / +7.0 / +39.2 for seeds 1–3 after a change of float rounding
+    hackingSeeds: 3,
     // with the run's 8 samples per prompt, seed 3's groups were zero-variance 3% of the time and
     // on/off ended 9.2 points apart the wrong way (trajectory noise); with 4, 17-21%: +7.2
     dynamicSamplingGroupSize: 4,
@@ -275,6 +284,7 @@ export const QUICK_OVERRIDES: DeepPartial<RunConfig> = {
     dynamicSamplingSteps: 10,
     lengthPenaltyOnset: 4,
     hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
+    hackingSeeds: 1,
   },
   distill: { prompts: 300, tracesPerPrompt: 4, epochs: 3, learningRate: 6e-3 },
   evaluation: { samples: 16 },
@@ -476,6 +486,7 @@ export function validateConfig(config: RunConfig): RunConfig {
   });
   int(config.claims.dynamicSamplingGroupSize, 'claims.dynamicSamplingGroupSize', 2);
   int(config.claims.dynamicSamplingSeeds, 'claims.dynamicSamplingSeeds', 1);
+  int(config.claims.hackingSeeds, 'claims.hackingSeeds', 1);
   int(config.claims.dynamicSamplingSteps, 'claims.dynamicSamplingSteps', 1);
   const steps = claimSteps(config);
   if (config.claims.enabled && config.grpo.evalEvery === 0) {

@@ -259,7 +259,11 @@ export function claimCharts(report: Report): string[] {
     ...report.grpo.teacher,
     history: report.grpo.teacher.history.filter((record) => record.step <= claims.steps),
   };
-  const naive = claims.naiveReward;
+  // the per-step chart and the transcripts are the first arm's (the run's seed); held-out: the mean
+  const { seed: firstSeed, arm: naive } = claims.naiveReward[0]!;
+  const naiveArms = claims.naiveReward.map(({ arm }) => arm);
+  const armsNote =
+    naiveArms.length === 1 ? '' : `, mean of ${naiveArms.length} naive-reward GRPO seeds`;
   // (a)'s control: its own verifier-rewarded run when the claim has its own warm-start mix
   const hackingControl = claims.hackingControl ?? teacher;
   const pairs = claims.dynamicSampling;
@@ -267,7 +271,7 @@ export function claimCharts(report: Report): string[] {
   return [
     lineChart({
       id: 'reward-hacking',
-      title: 'Reward hacking: GRPO rewarded by a naive checker',
+      title: `Reward hacking: GRPO rewarded by a naive checker (seed ${firstSeed})`,
       xLabel: 'GRPO step',
       yLabel: 'fraction of training samples',
       smoothing: SMOOTHING,
@@ -281,7 +285,7 @@ export function claimCharts(report: Report): string[] {
     }),
     lineChart({
       id: 'reward-hacking-held-out',
-      title: 'Held-out: naive-checker vs verifier reward',
+      title: `Held-out: naive-checker vs verifier reward${armsNote}`,
       xLabel: 'GRPO step',
       yLabel: 'fraction (sampled)',
       yMin: 0,
@@ -290,7 +294,7 @@ export function claimCharts(report: Report): string[] {
         {
           name: 'pass@1, naive reward',
           color: color(1),
-          points: checks(naive, (c) => c.sampledAccuracy),
+          points: meanPoints(naiveArms.map((arm) => checks(arm, (c) => c.sampledAccuracy))),
         },
         {
           name: 'pass@1, verifier reward',
@@ -301,7 +305,7 @@ export function claimCharts(report: Report): string[] {
           name: 'hedged, naive reward',
           color: color(1),
           dashed: true,
-          points: checks(naive, (c) => c.hedgeRate),
+          points: meanPoints(naiveArms.map((arm) => checks(arm, (c) => c.hedgeRate))),
         },
         {
           name: 'hedged, verifier reward',

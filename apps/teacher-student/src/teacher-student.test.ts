@@ -105,7 +105,8 @@ describe('teacher-student --quick, end to end', () => {
         expect(arm.history.at(-1)!.heldOut!.byTerms.length).toBeGreaterThan(0);
       }
     }
-    for (const arm of [claims.naiveReward, claims.lengthPenalty]) {
+    expect(claims.naiveReward.map(({ seed }) => seed)).toEqual([json.config.seed]);
+    for (const arm of [claims.naiveReward[0]!.arm, claims.lengthPenalty]) {
       expect(arm.history).toHaveLength(claims.steps);
       expect(arm.history.at(-1)!.heldOut!.byTerms.length).toBeGreaterThan(0);
     }

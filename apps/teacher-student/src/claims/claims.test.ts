@@ -215,7 +215,7 @@ describe('claims building blocks', () => {
     const rowOf = (penalized: HeldOutCheck) => {
       const claims = {
         steps: 10,
-        naiveReward: run(check(free, 0.7)),
+        naiveReward: [{ seed: 1, arm: run(check(free, 0.7)) }],
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
         hackingWarmStart: { hedgeRate: 0.05, hedgeMaxExtra: 3 },
         dynamicSampling: [{ seed: 1, on: run(check(free, 0.7)), off: run(check(free, 0.7)) }],
@@ -315,10 +315,10 @@ describe('claims building blocks', () => {
     // the main teacher hedges more than the naive arm here; the claim's own control does not
     const teacher = arm(history(flat, flat, check(0.7, 0.5)));
     const control = arm(history(flat, flat, check(0.7, 0.01)));
-    const claims = (hackingControl?: typeof control) =>
+    const claims = (hackingControl?: typeof control, naiveReward = [{ seed: 1, arm: naive }]) =>
       ({
         steps: 10,
-        naiveReward: naive,
+        naiveReward,
         ...(hackingControl === undefined ? {} : { hackingControl }),
         hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
@@ -336,10 +336,23 @@ describe('claims building blocks', () => {
     const fifth = (from: number) => (climbing[from]! + climbing[from + 1]!) / 2;
     expect(own.value).toBeCloseTo(100 * (fifth(8) - fifth(0)), 6);
     expect(own.met).toBe(true);
-    expect(own.detail).toContain('30.0% (naive reward) vs 1.0% (verifier reward)');
+    expect(own.detail).toContain('30.0% (naive reward, mean) vs 1.0% (verifier reward)');
     expect(own.detail).toContain('10.0% hedged answers of 1–4 extra digits, both from the claim');
     // without its own control the teacher run is the control (and here hedges more)
     expect(row(claims()).met).toBe(false);
+    // several seeds: the mean gap decides (+35.6 and +0.0: +17.8), each seed is in the details
+    const honest = arm(history(climbing, climbing, check(0.6, 0.1)));
+    const both = row(
+      claims(control, [
+        { seed: 1, arm: naive },
+        { seed: 2, arm: honest },
+      ]),
+    );
+    expect(both.value).toBeCloseTo((100 * (fifth(8) - fifth(0))) / 2, 6);
+    expect(both.met).toBe(true);
+    expect(both.goal).toContain('mean of 2 GRPO seed(s)');
+    expect(both.detail).toContain('seed 1 +35.6 (hedged 30.0%), seed 2 +0.0 (hedged 10.0%)');
+    expect(both.detail).toContain('20.0% (naive reward, mean) vs 1.0% (verifier reward)');
   });
 
   it('(b) compares the mean of its on/off seed pairs, whatever one pair does', () => {
@@ -380,7 +393,7 @@ describe('claims building blocks', () => {
     const claims = (dynamicSampling: ClaimsResult['dynamicSampling']) =>
       ({
         steps: 10,
-        naiveReward: teacher,
+        naiveReward: [{ seed: 1, arm: teacher }],
         hackingWarmStart: { hedgeRate: 0.1, hedgeMaxExtra: 4 },
         hacking: { examples: [], total: 0, caught: 0, hedged: 0 },
         dynamicSampling,

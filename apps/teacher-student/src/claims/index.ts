@@ -11,8 +11,11 @@ export { claimTargets } from './targets.js';
 export type ClaimsResult = {
   /** GRPO steps of each arm; the teacher run's held-out check at this step is the control. */
   steps: number;
-  /** (a) The teacher's GRPO rewarded by the naive checker instead of the math verifier. */
-  naiveReward: ArmResult;
+  /**
+   * (a) The teacher's GRPO rewarded by the naive checker instead of the math verifier, one arm per
+   * GRPO seed of `claims.hackingSeeds` (`seed`, `seed + 1`, …; the first is the run's seed).
+   */
+  naiveReward: { seed: number; arm: ArmResult }[];
   /**
    * (a)'s control when the claim has its own warm-start mix (`claims.hackingWarmStart`): the same
    * GRPO run from the same SFT teacher, rewarded by the verifier. Absent: the teacher run is it.
@@ -20,7 +23,7 @@ export type ClaimsResult = {
   hackingControl?: ArmResult;
   /** The hedged-answer mix of (a)'s SFT teacher. */
   hackingWarmStart: { hedgeRate: number; hedgeMaxExtra: number };
-  /** Held-out transcripts of the naive arm's final policy with both verdicts. */
+  /** Held-out transcripts of the first naive arm's final policy with both verdicts. */
   hacking: { examples: Transcript[]; total: number; caught: number; hedged: number };
   /**
    * (b) On/off pairs, one per GRPO seed, each continuing the RL teacher for
@@ -43,8 +46,9 @@ const strip = ({ checkpoint: _checkpoint, ...rest }: ArmResult & { checkpoint: C
   rest;
 
 /**
- * The claims phase: three GRPO arms from the SFT teacher with the teacher run's seed and settings
- * for `claims.steps` steps — (a) the naive checker as the correctness reward, (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
+ * The claims phase: GRPO arms from the SFT teacher with the teacher run's settings for
+ * `claims.steps` steps — (a) the naive checker as the correctness reward (one arm per seed of
+ * `claims.hackingSeeds`; its control, with its own warm-start mix, once), (c) a soft length penalty (core's length shaping through `GrpoConfig.overlong`, penalty
  * from `claims.lengthPenaltyOnset` tokens on, reaching `claims.lengthPenaltyFactor` at `maxNewTokens`) — and (d) the RL
  * teacher's thinking-budget curve on the held-out prompts; (b) continues the RL teacher with
  * dynamic sampling on and off at `claims.dynamicSamplingGroupSize` samples per prompt for
@@ -59,16 +63,25 @@ export async function runClaims(
   const { config, hackingTeacher } = context;
   const heldOut = context.heldOut.slice(0, config.grpo.evalPrompts);
   const from = hackingTeacher === undefined ? {} : { from: hackingTeacher };
-  const naive = await runArm(context, 'naive-reward', { reward: 'naive', ...from });
+  const naiveReward: ClaimsResult['naiveReward'] = [];
+  let hacking: ClaimsResult['hacking'] | undefined;
+  for (let index = 0; index < config.claims.hackingSeeds; index++) {
+    const seed = config.seed + index;
+    const name = index === 0 ? 'naive-reward' : `naive-reward-seed${seed}`;
+    const naive = await runArm(context, name, { reward: 'naive', seed, ...from });
+    if (index === 0) {
+      hacking = await transcripts(context.runtime, naive.checkpoint, heldOut, {
+        maxNewTokens: config.maxNewTokens,
+        seed: config.seed + 11,
+        samples: 2,
+      });
+    }
+    naiveReward.push({ seed, arm: strip(naive) });
+  }
   const hackingControl =
     hackingTeacher === undefined
       ? undefined
       : await runArm(context, 'hacking-control', { reward: 'robust', ...from });
-  const hacking = await transcripts(context.runtime, naive.checkpoint, heldOut, {
-    maxNewTokens: config.maxNewTokens,
-    seed: config.seed + 11,
-    samples: 2,
-  });
   const groupSize = config.claims.dynamicSamplingGroupSize;
   // the run's filter settings when it has them, else the trainer's defaults (`true`)
   const on = config.grpo.dynamicSampling || true;
@@ -103,13 +116,13 @@ export async function runClaims(
   });
   return {
     steps: claimSteps(config),
-    naiveReward: strip(naive),
+    naiveReward,
     ...(hackingControl === undefined ? {} : { hackingControl: strip(hackingControl) }),
     hackingWarmStart:
       hackingTeacher === undefined
         ? { hedgeRate: config.warmStart.hedgeRate, hedgeMaxExtra: config.warmStart.hedgeMaxExtra }
         : config.claims.hackingWarmStart,
-    hacking,
+    hacking: hacking!,
     dynamicSampling,
     dynamicSamplingGroupSize: groupSize,
     dynamicSamplingSteps: config.claims.dynamicSamplingSteps,
