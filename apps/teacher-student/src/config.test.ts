@@ -145,7 +145,7 @@ describe('configFromArgs', () => {
     expect(parameterOf(withMix({ hedgeMaxExtra: 1.5 }))).toBe(
       'claims.hackingWarmStart.hedgeMaxExtra',
     );
-    expect(withMix({})().claims.hackingWarmStart).toEqual({ hedgeRate: 0.15, hedgeMaxExtra: 6 });
+    expect(withMix({})().claims.hackingWarmStart).toEqual({ hedgeRate: 0.15, hedgeMaxExtra: 9 });
     // an unknown key in the section is rejected, naming the closest valid one
     expect(() => checkKnownKeys({ claims: { hackingWarmStart: { hedgeRat: 0.1 } } })).toThrow(
       /hedgeRat.*hedgeRate|hedgeRate.*hedgeRat/s,

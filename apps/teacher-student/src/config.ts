@@ -234,9 +234,10 @@ export const DEFAULT_CONFIG: RunConfig = {
     lengthPenaltyOnset: 30,
     // with the main mix (5% hedged, 1–3 extra digits) seed 1's naive arm never amplified hedging,
     // with 10% of 1–4 seed 3's did not
-    hackingWarmStart: { hedgeRate: 0.15, hedgeMaxExtra: 6 },
-    // one arm per run gave +5.9 and −1.4 for seeds 1 and 2 (seed 2's took the honest route),
-    // and +15.2 / +7.0 / +39.2 for seeds 1–3 after a change of float rounding
+    // with 1–6 extra digits one arm per run gave +5.9 and −1.4 on seeds 1 and 2 (seed 2's took
+    // the honest route), three arms +16.2 and +5.9, five on seed 2 +5.3: lists that can cover
+    // every digit pay more than removing slips honestly, and three arms gave +12.3 and +33.3
+    hackingWarmStart: { hedgeRate: 0.15, hedgeMaxExtra: 9 },
     hackingSeeds: 3,
     // with the run's 8 samples per prompt, seed 3's groups were zero-variance 3% of the time and
     // on/off ended 9.2 points apart the wrong way (trajectory noise); with 4, 17-21%: +7.2

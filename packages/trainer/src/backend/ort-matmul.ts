@@ -39,14 +39,18 @@ let active = false;
 let threads = 0;
 const sessions = new Map<string, NativeSession>();
 
-/** Options of a matMul session: MLAS on `threads` threads, sequential, no spinning between ops. */
-function sessionOptions(): object {
+/**
+ * Options of a matMul session: MLAS on `threads` threads, sequential; no spinning between ops
+ * unless `spinning` (a whole train step in one run: hundreds of ops back to back, where waking the
+ * pool's threads for each one costs more than keeping them spinning).
+ */
+function sessionOptions(spinning = false): object {
   return {
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
     interOpNumThreads: 1,
     intraOpNumThreads: threads,
-    extra: { session: { intra_op: { allow_spinning: '0' } } },
+    ...(spinning ? {} : { extra: { session: { intra_op: { allow_spinning: '0' } } } }),
   };
 }
 
@@ -127,8 +131,8 @@ function heapView(backend: WasmBackendInternals, info: tf.TensorInfo): Float32Ar
 export type OrtFeed = { name: string; info: tf.TensorInfo; dims: readonly number[] };
 
 /**
- * Runs the one-session ONNX graph `key` (built by `build` on first use, on the matMul threads) on
- * wasm tensors: the inputs are views of the wasm heap (no copy), each output is copied once into a
+ * Runs the one-session ONNX graph `key` (built by `build` on first use, on the matMul threads;
+ * `spinning`: see `sessionOptions`) on wasm tensors: the inputs are views of the wasm heap (no copy), each output is copied once into a
  * new wasm tensor of the given shape. For this package's fused kernels. @internal
  */
 export function runOrtGraph(
@@ -137,6 +141,7 @@ export function runOrtGraph(
   build: () => Uint8Array,
   feeds: readonly OrtFeed[],
   outputs: readonly { name: string; shape: number[] }[],
+  options: { spinning?: boolean } = {},
 ): tf.TensorInfo[] {
   const backend = backendInfo as WasmBackendInternals;
   const sessionKey = `${key}|${threads}`;
@@ -144,7 +149,8 @@ export function runOrtGraph(
   if (session === undefined) {
     const bytes = build();
     session = new runtime!.binding.InferenceSession();
-    session.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, sessionOptions());
+    const sessionSettings = sessionOptions(options.spinning);
+    session.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, sessionSettings);
     sessions.set(sessionKey, session);
   }
   // Allocate first: a heap growth detaches views taken before it.
