@@ -19,7 +19,6 @@ export const ORT_TRAIN_STEP = 'RlvrOrtTrainStep';
 
 type Attrs = { key: string; names: string[] };
 
-
 /** Graph settings by kernel key (the key is their JSON). */
 const settingsByKey = new Map<
   string,
