@@ -46,6 +46,7 @@ function outputsOf(
   return [
     { name: 'loss', shape: [] },
     { name: 'grad_norm', shape: [] },
+    ...(graph.grpo ? ['logprobs', 'entropy'].map((name) => ({ name, shape: shapeOf('ids') })) : []),
     ...names.flatMap((name) =>
       ['new', 'm.new', 'v.new'].map((suffix) => ({
         name: `${name}.${suffix}`,
@@ -111,6 +112,9 @@ export function trainStepSupports(config: LlamaConfig): boolean {
 export type GraphStep = {
   loss: number;
   gradNorm: number;
+  /** With a GRPO loss: the logprobs and entropies `[B·T]` the loss was taken at. */
+  logprobs?: Float32Array;
+  entropy?: Float32Array;
   /** The new weights (the caller swaps them in); the new moments go into the optimizer. */
   commit(): Map<string, tf.Tensor>;
   /** Frees the step's outputs (a skipped update). */
@@ -174,17 +178,19 @@ function scalarOf(tensor: tf.Tensor): number {
 }
 
 /**
- * One `sftStep` (cross-entropy averaged over the completion tokens of `batch`, one micro-batch)
- * as one onnxruntime graph: forward, backward, clipping at `maxGradNorm` (0: none) and the
- * optimizer's AdamW update at `learningRate`, on the weights `params` (Hugging Face names).
+ * One optimizer step on one micro-batch as one onnxruntime graph: forward, the loss — `sftStep`'s
+ * cross-entropy averaged over the completion tokens of `batch`, or with `loss` GRPO's (its head,
+ * inputs and temperature) — backward, clipping at `maxGradNorm` (0: none) and the optimizer's
+ * AdamW update at `learningRate`, on the weights `params` (Hugging Face names).
  * @internal
  */
-export function graphSftStep(
+export function graphStep(
   config: LlamaConfig,
   params: ReadonlyMap<string, tf.Tensor>,
   optimizer: AdamW,
   batch: TokenBatch,
   settings: { learningRate: number; maxGradNorm: number },
+  loss?: { temperature: number; grpo: GraphGrpoLoss; entropyWeights?: Float32Array },
 ): GraphStep {
   const names = [...params.keys()];
   const moments = optimizer.moments();
@@ -207,20 +213,34 @@ export function graphSftStep(
     batch,
     { headDim: config.head_dim, ropeTheta: config.rope_theta },
     { ...optimizer, step: optimizer.step + 1, learningRate: settings.learningRate },
+    loss && {
+      temperature: loss.temperature,
+      tokens: loss.grpo.tokens,
+      scalars: loss.grpo.scalars,
+      ...(loss.entropyWeights ? { entropyWeights: loss.entropyWeights } : {}),
+    },
   );
+  const graph: GraphMode = loss
+    ? { mode: 'step', entropy: loss.entropyWeights !== undefined, grpo: loss.grpo.head }
+    : { mode: 'step' };
   let outputs: tf.Tensor[];
   try {
     const stepSettings = settingsOf(config, optimizer, settings.maxGradNorm);
-    outputs = runGraph(config, stepSettings, { mode: 'step' }, params, values, extra);
+    outputs = runGraph(config, stepSettings, graph, params, values, extra);
   } finally {
     for (const tensor of zeros) tensor.dispose();
   }
-  const loss = scalarOf(outputs[0]!);
-  const gradNorm = scalarOf(outputs[1]!);
-  const updated = outputs.slice(2);
+  const read = (tensor: tf.Tensor) => {
+    const data = tensor.dataSync() as Float32Array;
+    tensor.dispose();
+    return data;
+  };
+  const stats = loss ? { logprobs: read(outputs[2]!), entropy: read(outputs[3]!) } : {};
+  const updated = outputs.slice(loss ? 4 : 2);
   return {
-    loss,
-    gradNorm,
+    loss: scalarOf(outputs[0]!),
+    gradNorm: scalarOf(outputs[1]!),
+    ...stats,
     commit() {
       const next = new Map<string, tf.Tensor>();
       const m = new Map<string, tf.Tensor>();

@@ -211,6 +211,11 @@ const GRPO_CASES: GrpoCase[] = [
     step: { numIterations: 2 },
   },
   {
+    name: 'one micro-batch (the whole step as one graph run): T 0.7, KL, entropy bonus, 2 iterations',
+    options: { grpo: { temperature: 0.7, beta: 0.05, entropyCoefficient: 0.01 } },
+    step: { numIterations: 2 },
+  },
+  {
     name: 'dual clip, δ cap, k2 KL, Dr. GRPO aggregation, importance weights (token-truncate)',
     options: {
       microBatchSize: 3,

@@ -45,7 +45,7 @@ export type { Param, StepSettings, TrainStepSpec } from './ort-train-step-nodes.
 export type GraphMode = {
   mode: 'step' | 'grads' | 'forward';
   entropy?: boolean;
-  /** `grads` only: the loss weights are GRPO's, computed in the graph (`ort-grpo-head.ts`). */
+  /** `grads` and `step`: the loss weights are GRPO's, computed in the graph (`ort-grpo-head.ts`). */
   grpo?: GrpoHead;
 };
 
@@ -182,7 +182,8 @@ function modelGraph(
  * `[B, 1, 1, T·T]` and every parameter `<name>`; unless `forward`, `loss_weights` `[N]` (and with
  * `entropy`, `entropy_weights` `[N]`); in `step` mode also `c1`, `c2` (AdamW's bias-corrected step
  * factors), `keep` (1 − lr · weight decay) and the moments `<name>.m`, `<name>.v`. Outputs —
- * `step`: `loss`, `grad_norm` (before clipping), `<name>.new`, `<name>.m.new`, `<name>.v.new`;
+ * `step`: `loss`, `grad_norm` (before clipping), with a GRPO head `logprobs` and `entropy`, then
+ * `<name>.new`, `<name>.m.new`, `<name>.v.new`;
  * `grads`: `loss`, `logprobs`, `entropy` `[N]`, `<name>.grad`; `forward`: `logprobs`, `entropy`.
  * With a GRPO head (`grads`), `ort-grpo-head.ts`'s inputs replace `loss_weights`.
  * @internal
@@ -211,18 +212,26 @@ export function trainStepGraph(
   } else {
     const { updated, gradNorm } = adamW(nodes);
     const suffixes = ['new', 'm.new', 'v.new'];
+    // with a GRPO head the step also returns the logprobs and entropies its loss was taken at
+    const stats = graph.grpo ? ['logprobs', 'entropy'] : [];
     outputs = [
       'loss',
       'grad_norm',
+      ...stats,
       ...nodes.params.flatMap((p) => suffixes.map((suffix) => `${p.name}.${suffix}`)),
     ];
-    values = [result.loss!, gradNorm, ...updated];
+    values = [
+      result.loss!,
+      gradNorm,
+      ...(graph.grpo ? [result.logprobs, result.entropy] : []),
+      ...updated,
+    ];
   }
   values.forEach((value, index) => {
     g.add('Identity', [value], {}, [outputs[index]!]);
   });
   const { FLOAT } = OnnxDataType;
-  const grpo = graph.mode === 'grads' ? graph.grpo : undefined;
+  const grpo = graph.mode === 'forward' ? undefined : graph.grpo;
   const weightInputs =
     graph.mode === 'forward' ? [] : grpo ? grpoTokenInputs(grpo) : ['loss_weights'];
   if (graph.mode !== 'forward' && graph.entropy === true) weightInputs.push('entropy_weights');
@@ -311,8 +320,8 @@ export function batchInputs(
 }
 
 /**
- * The non-parameter inputs of a `step` graph: {@link batchInputs} with `sftStep`'s loss weights
- * (T = 1) and AdamW's factors of step `step`. @internal
+ * The non-parameter inputs of a `step` graph: {@link batchInputs} with `loss` (default `sftStep`'s
+ * loss weights at T = 1) and AdamW's factors of step `step`. @internal
  */
 export function stepInputs(
   batch: TokenBatch,
@@ -324,10 +333,11 @@ export function stepInputs(
     beta2: number;
     weightDecay: number;
   },
+  loss: Parameters<typeof batchInputs>[2] = { lossWeights: sftLossWeights(batch) },
 ): Record<string, StepInput> {
   const { step, learningRate } = optimizer;
   return {
-    ...batchInputs(batch, model, { lossWeights: sftLossWeights(batch) }),
+    ...batchInputs(batch, model, loss),
     c1: scalar(learningRate / (1 - optimizer.beta1 ** step)),
     c2: scalar(1 / (1 - optimizer.beta2 ** step)),
     keep: scalar(1 - learningRate * optimizer.weightDecay),

@@ -2,6 +2,7 @@ import { ErrorCode, InvalidArgumentError, type policyLoss, RlvrError } from '@rl
 import * as tf from '@tensorflow/tfjs-core';
 import type { GrpoHead } from '../backend/ort-grpo-head.js';
 import {
+  type GraphGrpoLoss,
   graphForward,
   graphGradients,
   trainStepSupports,
@@ -170,14 +171,57 @@ export function backpropagate(
   });
 }
 
-type Totals = Omit<Accumulated, 'grads'>;
+/** The loss metrics an optimizer step accumulates over micro-batches. @internal */
+export type Totals = Omit<Accumulated, 'grads'>;
+
+/** Zeroed {@link Totals}. @internal */
+export function emptyTotals(): Totals {
+  return {
+    loss: 0,
+    policyOnly: 0,
+    sums: emptySums(),
+    ratioMin: Infinity,
+    ratioMax: -Infinity,
+    tokens: 0,
+  };
+}
+
+/**
+ * A {@link GraphLossSource}'s inputs for the sequences `local` of one micro-batch, laid out at
+ * their completion slots `[B·T]` (zero elsewhere). @internal
+ */
+export function graphLossInputs(
+  batch: TokenBatch,
+  local: { sequence: number; position: number }[],
+  source: GraphLossSource,
+): { grpo: GraphGrpoLoss; entropyWeights?: Float32Array } {
+  const slots = local.map(({ position }) => batch.slots[position]!);
+  const size = batch.input.batchSize * batch.input.seqLen;
+  const scatter = (rows: Ragged) => {
+    const out = new Float32Array(size);
+    slots.forEach((row, r) => {
+      row.forEach((slot, j) => {
+        out[slot] = rows[r]![j]!;
+      });
+    });
+    return out;
+  };
+  const inputs = source.rows(local.map(({ sequence }) => sequence));
+  const tokens = Object.fromEntries(
+    Object.entries(inputs.tokens).map(([name, rows]) => [name, scatter(rows)]),
+  );
+  return {
+    grpo: { head: source.head, tokens, scalars: source.scalars },
+    ...(inputs.entropyWeights ? { entropyWeights: scatter(inputs.entropyWeights) } : {}),
+  };
+}
 
 /**
  * `lossOf` on one micro-batch's per-position logprobs and entropies (`[B·T]`) for the sequences of
  * `local`; adds its loss metrics to `totals` and returns d loss / d logprob and d loss / d entropy
- * per position (zero off the completion slots).
+ * per position (zero off the completion slots). @internal
  */
-function microLoss(
+export function microLoss(
   batch: TokenBatch,
   local: { sequence: number; position: number }[],
   stats: { logprobs: Float32Array; entropy: Float32Array },
@@ -220,36 +264,13 @@ export function accumulateGradients(
   lossOf: LossFunction,
   temperature = 1,
 ): Accumulated {
-  const totals: Totals = {
-    loss: 0,
-    policyOnly: 0,
-    sums: emptySums(),
-    ratioMin: Infinity,
-    ratioMax: -Infinity,
-    tokens: 0,
-  };
+  const totals = emptyTotals();
   if (usesGraph(model) && lossOf.graph) {
     const source = lossOf.graph;
     const grads = sumOverMicroBatches(micro, members, ({ batch }, local) => {
-      const slots = local.map(({ position }) => batch.slots[position]!);
-      const size = batch.input.batchSize * batch.input.seqLen;
-      const scatter = (rows: Ragged) => {
-        const out = new Float32Array(size);
-        slots.forEach((row, r) => {
-          row.forEach((slot, j) => {
-            out[slot] = rows[r]![j]!;
-          });
-        });
-        return out;
-      };
-      const inputs = source.rows(local.map(({ sequence }) => sequence));
-      const tokens = Object.fromEntries(
-        Object.entries(inputs.tokens).map(([name, rows]) => [name, scatter(rows)]),
-      );
       const run = graphGradients(model.config, model.params, batch, {
         temperature,
-        grpo: { head: source.head, tokens, scalars: source.scalars },
-        ...(inputs.entropyWeights ? { entropyWeights: scatter(inputs.entropyWeights) } : {}),
+        ...graphLossInputs(batch, local, source),
       });
       try {
         // the loss value and metrics: core's policyLoss on the logprobs of this same forward

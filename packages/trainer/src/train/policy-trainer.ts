@@ -4,7 +4,7 @@ import {
   type ShapeMismatchError,
   validateOptions,
 } from '@rlvr/core';
-import { graphSftStep, trainStepSupports } from '../backend/ort-train-step-kernel.js';
+import { graphStep, trainStepSupports } from '../backend/ort-train-step-kernel.js';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
 import { AdamW } from '../optim/adamw.js';
 import { type LearningRateSchedule, learningRateAt } from '../optim/schedule.js';
@@ -12,12 +12,16 @@ import type { TokenBatch, TokenSequence } from './batch.js';
 import {
   accumulateGradients,
   clipAndApply,
+  emptyTotals,
   firstNonFinite,
   forwardLogprobs,
+  graphLossInputs,
   type LossFunction,
   type MicroBatch,
   microBatches,
+  microLoss,
   type Ragged,
+  usesGraph,
 } from './gradient-engine.js';
 import { grpoLossFunction, prepareGrpo, validateGrpoInput } from './grpo-loss.js';
 import { logitsGradients } from './logits-loss.js';
@@ -202,18 +206,22 @@ export class PolicyTrainer {
         const end = Math.min(count, start + miniBatchSize);
         const members = new Set(Array.from({ length: end - start }, (_, k) => start + k));
         const lossOf = grpoLossFunction(grpo, input.advantages, prepared, members);
-        const metrics = this.optimizerStep(
-          () =>
-            accumulateGradients(
-              this.model,
-              micro,
-              members,
-              prepared.mask,
-              lossOf,
-              grpo.temperature,
-            ),
-          functionName,
-        );
+        const holding = micro.filter(({ indices }) => indices.some((index) => members.has(index)));
+        const fused = lossOf.graph && holding.length === 1 && usesGraph(this.model);
+        const metrics = fused
+          ? this.graphGrpoStep(holding[0]!, members, prepared.mask, lossOf, functionName)
+          : this.optimizerStep(
+              () =>
+                accumulateGradients(
+                  this.model,
+                  micro,
+                  members,
+                  prepared.mask,
+                  lossOf,
+                  grpo.temperature,
+                ),
+              functionName,
+            );
         steps.push({ ...metrics, ...(prepared.mismatch ? { mismatch: prepared.mismatch } : {}) });
       }
     }
@@ -387,7 +395,7 @@ export class PolicyTrainer {
     const { optimizer, maxGradNorm } = inner(this);
     const started = performance.now();
     const learningRate = this.learningRate;
-    const step = graphSftStep(this.model.config, this.model.params, optimizer, batch, {
+    const step = graphStep(this.model.config, this.model.params, optimizer, batch, {
       learningRate,
       maxGradNorm,
     });
@@ -400,6 +408,62 @@ export class PolicyTrainer {
       ...EMPTY_LOSS_METRICS,
       loss,
       tokens,
+      step: optimizer.step,
+      learningRate,
+      gradNorm,
+      skipped: !applied,
+      timeMs: performance.now() - started,
+    };
+  }
+
+  /**
+   * One GRPO optimizer step whose mini-batch is one micro-batch, as one onnxruntime graph run
+   * (the loss gradient from the graph's GRPO head, backward, clipping, AdamW); the loss value and
+   * metrics are core's `policyLoss` on the logprobs of that run, and a non-finite one (or a
+   * non-finite gradient norm) skips the update as {@link optimizerStep} does.
+   */
+  private graphGrpoStep(
+    { indices, batch }: MicroBatch,
+    members: ReadonlySet<number>,
+    mask: Ragged,
+    lossOf: LossFunction,
+    functionName: string,
+  ): GrpoStepMetrics {
+    const { optimizer, maxGradNorm, guard, grpo } = inner(this);
+    const started = performance.now();
+    const learningRate = this.learningRate;
+    const local = indices
+      .map((sequence, position) => ({ sequence, position }))
+      .filter(({ sequence }) => members.has(sequence));
+    const step = graphStep(
+      this.model.config,
+      this.model.params,
+      optimizer,
+      batch,
+      { learningRate, maxGradNorm },
+      { temperature: grpo.temperature, ...graphLossInputs(batch, local, lossOf.graph!) },
+    );
+    const totals = emptyTotals();
+    const stats = { logprobs: step.logprobs!, entropy: step.entropy! };
+    const scored = guard.guard(
+      () => {
+        microLoss(batch, local, stats, lossOf, mask, totals);
+        return true;
+      },
+      () => false,
+      functionName,
+    );
+    if (!scored) {
+      step.discard();
+      return this.skippedMetrics(started);
+    }
+    const { gradNorm } = step;
+    const applied = Number.isFinite(totals.loss) && Number.isFinite(gradNorm);
+    if (applied) this.model.replaceParams(step.commit());
+    else step.discard();
+    this.settle(applied, totals.loss, gradNorm, functionName);
+    return {
+      ...lossMetricsOf(totals),
       step: optimizer.step,
       learningRate,
       gradNorm,
