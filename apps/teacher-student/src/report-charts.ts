@@ -262,8 +262,7 @@ export function claimCharts(report: Report): string[] {
   // the per-step chart and the transcripts are the first arm's (the run's seed); held-out: the mean
   const { seed: firstSeed, arm: naive } = claims.naiveReward[0]!;
   const naiveArms = claims.naiveReward.map(({ arm }) => arm);
-  const armsNote =
-    naiveArms.length === 1 ? '' : `, mean of ${naiveArms.length} naive-reward GRPO seeds`;
+  const armsNote = naiveArms.length === 1 ? '' : ` (mean of ${naiveArms.length} seeds)`;
   // (a)'s control: its own verifier-rewarded run when the claim has its own warm-start mix
   const hackingControl = claims.hackingControl ?? teacher;
   const pairs = claims.dynamicSampling;
@@ -273,7 +272,7 @@ export function claimCharts(report: Report): string[] {
       id: 'reward-hacking',
       title: `Reward hacking: GRPO rewarded by a naive checker (seed ${firstSeed})`,
       xLabel: 'GRPO step',
-      yLabel: 'fraction of training samples',
+      yLabel: 'fraction (training)',
       smoothing: SMOOTHING,
       yMin: 0,
       yMax: 1,
@@ -285,7 +284,7 @@ export function claimCharts(report: Report): string[] {
     }),
     lineChart({
       id: 'reward-hacking-held-out',
-      title: `Held-out: naive-checker vs verifier reward${armsNote}`,
+      title: `Held-out: naive vs verifier reward${armsNote}`,
       xLabel: 'GRPO step',
       yLabel: 'fraction (sampled)',
       yMin: 0,
@@ -317,7 +316,7 @@ export function claimCharts(report: Report): string[] {
     }),
     lineChart({
       id: 'dynamic-sampling',
-      title: `Dynamic sampling on / off from the RL teacher (${claims.dynamicSamplingGroupSize} samples per prompt, mean of ${pairs.length} seed pair${pairs.length === 1 ? '' : 's'})`,
+      title: `Dynamic sampling on / off (RL teacher, G ${claims.dynamicSamplingGroupSize}, ${pairs.length} seed pair${pairs.length === 1 ? '' : 's'})`,
       xLabel: 'GRPO step after the RL teacher',
       yLabel: 'fraction',
       yMin: 0,

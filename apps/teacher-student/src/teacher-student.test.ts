@@ -182,6 +182,8 @@ describe('teacher-student --quick, end to end', () => {
       const rendered = Number(/data-charts-rendered="(\d+)"/.exec(result.dom)?.[1]);
       expect(total).toBeGreaterThanOrEqual(34);
       expect(rendered).toBe(total);
+      // every chart title and axis label fits (the renderer shortens longer ones with an ellipsis)
+      expect(result.dom.match(/>[^<>]*…<\/text>/g) ?? []).toEqual([]);
       // each run's per-step charts have their own x-range: one chart per run (`-student`)
       const perRun = [
         'length',
