@@ -172,11 +172,16 @@ function runGraph(
   }
 }
 
+/** Reads and frees a float32 output. */
+function readFloat32(tensor: tf.Tensor): Float32Array {
+  const data = tensor.dataSync() as Float32Array;
+  tensor.dispose();
+  return data;
+}
+
 /** Reads and frees a scalar output. */
 function scalarOf(tensor: tf.Tensor): number {
-  const value = tensor.dataSync()[0]!;
-  tensor.dispose();
-  return value;
+  return readFloat32(tensor)[0]!;
 }
 
 /**
@@ -232,12 +237,9 @@ export function graphStep(
   } finally {
     for (const tensor of zeros) tensor.dispose();
   }
-  const read = (tensor: tf.Tensor) => {
-    const data = tensor.dataSync() as Float32Array;
-    tensor.dispose();
-    return data;
-  };
-  const stats = loss ? { logprobs: read(outputs[2]!), entropy: read(outputs[3]!) } : {};
+  const stats = loss
+    ? { logprobs: readFloat32(outputs[2]!), entropy: readFloat32(outputs[3]!) }
+    : {};
   const updated = outputs.slice(loss ? 4 : 2);
   return {
     loss: scalarOf(outputs[0]!),
@@ -279,11 +281,7 @@ export function graphForward(
   );
   const graph: GraphMode = { mode: 'forward' };
   const [lp, en] = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
-  const logprobs = lp!.dataSync() as Float32Array;
-  const entropy = en!.dataSync() as Float32Array;
-  lp!.dispose();
-  en!.dispose();
-  return { logprobs, entropy };
+  return { logprobs: readFloat32(lp!), entropy: readFloat32(en!) };
 }
 
 /** GRPO's loss inside the `grads` graph: the head and its inputs (see `ort-grpo-head.ts`). */
@@ -327,15 +325,10 @@ export function graphGradients(
   };
   const outputs = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
   const names = [...params.keys()];
-  const read = (tensor: tf.Tensor) => {
-    const data = tensor.dataSync() as Float32Array;
-    tensor.dispose();
-    return data;
-  };
   return {
     loss: scalarOf(outputs[0]!),
-    logprobs: read(outputs[1]!),
-    entropy: read(outputs[2]!),
+    logprobs: readFloat32(outputs[1]!),
+    entropy: readFloat32(outputs[2]!),
     grads: new Map(names.map((name, index) => [name, outputs[index + 3]!])),
   };
 }

@@ -17,12 +17,15 @@ type Case = {
   tied?: boolean;
   pack?: boolean;
   weightDecay?: number;
+  /** Several micro-batches: accumulated forward + backward runs, then the trainer's AdamW. */
+  microBatchSize?: number;
 };
 
 const CASES: Case[] = [
   { name: 'GQA, padded rows of different lengths', kvHeads: 2 },
   { name: 'MHA, packed rows, weight decay', kvHeads: 4, pack: true, weightDecay: 0.1 },
   { name: 'MQA, tied embeddings, head_dim 12', kvHeads: 1, headDim: 12, tied: true },
+  { name: 'GQA, 3 micro-batches (accumulated grads runs)', kvHeads: 2, microBatchSize: 2 },
 ];
 
 /** Sequences of 1–3 prompt tokens and 2–9 completion tokens (the loss is on the completions). */
@@ -97,8 +100,9 @@ describe('the onnxruntime train-step graph', () => {
       const weightDecay = c.weightDecay ?? 0;
       // the reference: the tfjs model and optimizer; then sftStep through the kernel (weights held
       // [in, out]) and the standalone runner (Hugging Face layout)
-      const reference = await trainer(checkpoint, false, weightDecay);
-      const kernel = await trainer(checkpoint, true, weightDecay);
+      const micro = c.microBatchSize === undefined ? {} : { microBatchSize: c.microBatchSize };
+      const reference = await trainer(checkpoint, false, weightDecay, micro);
+      const kernel = await trainer(checkpoint, true, weightDecay, micro);
       const runner = await createOrtTrainStep(
         ort,
         spec,
@@ -134,7 +138,7 @@ describe('the onnxruntime train-step graph', () => {
         }
         expect(kernel.policy.getState().optimizer.step).toBe(3);
         // reproducible: a second kernel-path run from the same start gives the same bits
-        const again = await trainer(checkpoint, true, weightDecay);
+        const again = await trainer(checkpoint, true, weightDecay, micro);
         for (let step = 0; step < 3; step++) again.policy.sftStep(batch, pack);
         expect(
           worstDifference(

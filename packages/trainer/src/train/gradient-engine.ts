@@ -36,13 +36,36 @@ export type LossFunction = ((
   result: ReturnType<typeof policyLoss> | undefined;
 }) & { graph?: GraphLossSource };
 
-/** A loss the `grads` graph computes itself: its GRPO head, scalars and per-token inputs. @internal */
+/**
+ * A loss whose gradient the graph can take without a forward run first: with `head`, GRPO's
+ * (computed in the graph from its inputs); without, fixed per-token `loss_weights` (−d loss /
+ * d logprob, as `sftStep`'s cross-entropy). @internal
+ */
 export type GraphLossSource = {
-  head: GrpoHead;
+  head?: GrpoHead;
   scalars: Record<string, number>;
   /** Per-token inputs (graph input name → ragged rows) of the sequences `rows`. */
   rows(rows: number[]): { tokens: Record<string, Ragged>; entropyWeights?: Ragged };
 };
+
+/** The sequences of `micro` in `members` with their row in the micro-batch. @internal */
+export function membersIn(
+  micro: MicroBatch,
+  members: ReadonlySet<number>,
+): { sequence: number; position: number }[] {
+  return micro.indices
+    .map((sequence, position) => ({ sequence, position }))
+    .filter(({ sequence }) => members.has(sequence));
+}
+
+/** Ragged per-token `rows` laid out at their slots in a `[size]` array (zero elsewhere). */
+function scatterToSlots(slots: readonly ArrayLike<number>[], rows: Ragged, size: number) {
+  const out = new Float32Array(size);
+  slots.forEach((row, r) => {
+    for (let j = 0; j < row.length; j++) out[row[j]!] = rows[r]![j]!;
+  });
+  return out;
+}
 
 /** Turns one micro-batch's logits `[rows·T, vocab]` into d loss / d logits (inside `tf.tidy`). */
 export type LogitsGradientFunction = (
@@ -194,41 +217,36 @@ export function graphLossInputs(
   batch: TokenBatch,
   local: { sequence: number; position: number }[],
   source: GraphLossSource,
-): { grpo: GraphGrpoLoss; entropyWeights?: Float32Array } {
+): { grpo?: GraphGrpoLoss; lossWeights?: Float32Array; entropyWeights?: Float32Array } {
   const slots = local.map(({ position }) => batch.slots[position]!);
   const size = batch.input.batchSize * batch.input.seqLen;
-  const scatter = (rows: Ragged) => {
-    const out = new Float32Array(size);
-    slots.forEach((row, r) => {
-      row.forEach((slot, j) => {
-        out[slot] = rows[r]![j]!;
-      });
-    });
-    return out;
-  };
+  const scatter = (rows: Ragged) => scatterToSlots(slots, rows, size);
   const inputs = source.rows(local.map(({ sequence }) => sequence));
   const tokens = Object.fromEntries(
     Object.entries(inputs.tokens).map(([name, rows]) => [name, scatter(rows)]),
   );
+  const weights = source.head
+    ? { grpo: { head: source.head, tokens, scalars: source.scalars } }
+    : { lossWeights: tokens.loss_weights! };
   return {
-    grpo: { head: source.head, tokens, scalars: source.scalars },
+    ...weights,
     ...(inputs.entropyWeights ? { entropyWeights: scatter(inputs.entropyWeights) } : {}),
   };
 }
 
 /**
  * `lossOf` on one micro-batch's per-position logprobs and entropies (`[B·T]`) for the sequences of
- * `local`; adds its loss metrics to `totals` and returns d loss / d logprob and d loss / d entropy
- * per position (zero off the completion slots). @internal
+ * `local`; adds its loss metrics to `totals` and returns its d loss / d logprob and d loss /
+ * d entropy per completion token (ragged). @internal
  */
-export function microLoss(
+export function scoreMicroBatch(
   batch: TokenBatch,
   local: { sequence: number; position: number }[],
   stats: { logprobs: Float32Array; entropy: Float32Array },
   lossOf: LossFunction,
   mask: Ragged,
   totals: Totals,
-): { gradLogprobs: Float32Array; gradEntropy: Float32Array | null } {
+): { gradLogprobs: Ragged; gradEntropy: Ragged | undefined } {
   const rows = local.map(({ sequence }) => sequence);
   const slots = local.map(({ position }) => batch.slots[position]!);
   const current = slots.map((row) => Array.from(row, (slot) => stats.logprobs[slot]!));
@@ -237,16 +255,21 @@ export function microLoss(
   totals.loss += out.loss;
   if (out.result) addLossMetrics(totals, out.result);
   for (const row of rows) totals.tokens += mask[row]!.reduce((a, b) => a + b, 0);
+  return { gradLogprobs: out.gradLogprobs, gradEntropy: out.gradEntropy };
+}
+
+/** {@link scoreMicroBatch}'s per-token gradients laid out at their slots `[B·T]`. */
+function microGradients(
+  batch: TokenBatch,
+  local: { sequence: number; position: number }[],
+  scored: { gradLogprobs: Ragged; gradEntropy: Ragged | undefined },
+): { gradLogprobs: Float32Array; gradEntropy: Float32Array | null } {
+  const slots = local.map(({ position }) => batch.slots[position]!);
   const size = batch.input.batchSize * batch.input.seqLen;
-  const gradLogprobs = new Float32Array(size);
-  const gradEntropy = out.gradEntropy ? new Float32Array(size) : null;
-  slots.forEach((row, r) => {
-    row.forEach((slot, j) => {
-      gradLogprobs[slot] = out.gradLogprobs[r]![j]!;
-      if (gradEntropy) gradEntropy[slot] = out.gradEntropy![r]![j]!;
-    });
-  });
-  return { gradLogprobs, gradEntropy };
+  return {
+    gradLogprobs: scatterToSlots(slots, scored.gradLogprobs, size),
+    gradEntropy: scored.gradEntropy ? scatterToSlots(slots, scored.gradEntropy, size) : null,
+  };
 }
 
 /**
@@ -273,8 +296,8 @@ export function accumulateGradients(
         ...graphLossInputs(batch, local, source),
       });
       try {
-        // the loss value and metrics: core's policyLoss on the logprobs of this same forward
-        microLoss(batch, local, run, lossOf, mask, totals);
+        // the loss value and metrics: `lossOf` (core's policyLoss) on this same forward's logprobs
+        scoreMicroBatch(batch, local, run, lossOf, mask, totals);
       } catch (error) {
         for (const tensor of run.grads.values()) tensor.dispose();
         throw error;
@@ -286,7 +309,8 @@ export function accumulateGradients(
   if (usesGraph(model)) {
     const grads = sumOverMicroBatches(micro, members, ({ batch }, local) => {
       const stats = graphForward(model.config, model.params, batch, temperature);
-      const { gradLogprobs, gradEntropy } = microLoss(batch, local, stats, lossOf, mask, totals);
+      const scored = scoreMicroBatch(batch, local, stats, lossOf, mask, totals);
+      const { gradLogprobs, gradEntropy } = microGradients(batch, local, scored);
       return graphGradients(model.config, model.params, batch, {
         temperature,
         lossWeights: gradLogprobs.map((g) => -g),
@@ -301,7 +325,8 @@ export function accumulateGradients(
       logprobs: stats.logprobs.dataSync() as Float32Array,
       entropy: stats.entropy.dataSync() as Float32Array,
     };
-    const { gradLogprobs, gradEntropy } = microLoss(batch, local, data, lossOf, mask, totals);
+    const scored = scoreMicroBatch(batch, local, data, lossOf, mask, totals);
+    const { gradLogprobs, gradEntropy } = microGradients(batch, local, scored);
     return logitsGradient(stats, gradLogprobs, gradEntropy);
   });
   return { grads, ...totals };
@@ -325,9 +350,7 @@ function sumOverMicroBatches(
   };
   try {
     for (const batch of micro) {
-      const local = batch.indices
-        .map((sequence, position) => ({ sequence, position }))
-        .filter(({ sequence }) => members.has(sequence));
+      const local = membersIn(batch, members);
       if (local.length === 0) continue;
       const grads = gradientsOf(batch, local);
       if (accumulated === undefined) {

@@ -4,7 +4,7 @@ import {
   type ShapeMismatchError,
   validateOptions,
 } from '@rlvr/core';
-import { graphStep, trainStepSupports } from '../backend/ort-train-step-kernel.js';
+import { type GraphStep, graphStep, trainStepSupports } from '../backend/ort-train-step-kernel.js';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
 import { AdamW } from '../optim/adamw.js';
 import { type LearningRateSchedule, learningRateAt } from '../optim/schedule.js';
@@ -18,9 +18,10 @@ import {
   graphLossInputs,
   type LossFunction,
   type MicroBatch,
+  membersIn,
   microBatches,
-  microLoss,
   type Ragged,
+  scoreMicroBatch,
   usesGraph,
 } from './gradient-engine.js';
 import { grpoLossFunction, prepareGrpo, validateGrpoInput } from './grpo-loss.js';
@@ -207,7 +208,7 @@ export class PolicyTrainer {
         const members = new Set(Array.from({ length: end - start }, (_, k) => start + k));
         const lossOf = grpoLossFunction(grpo, input.advantages, prepared, members);
         const holding = micro.filter(({ indices }) => indices.some((index) => members.has(index)));
-        const fused = lossOf.graph && holding.length === 1 && usesGraph(this.model);
+        const fused = lossOf.graph?.head && holding.length === 1 && usesGraph(this.model);
         const metrics = fused
           ? this.graphGrpoStep(holding[0]!, members, prepared.mask, lossOf, functionName)
           : this.optimizerStep(
@@ -263,6 +264,13 @@ export class PolicyTrainer {
         }),
       );
       return { loss, gradLogprobs, gradEntropy: undefined, result: undefined };
+    };
+    // the weights do not depend on the logprobs: the graphs need no forward run first
+    crossEntropy.graph = {
+      scalars: {},
+      rows: (rows) => ({
+        tokens: { loss_weights: rows.map((row) => mask[row]!.map(() => 1 / tokenCount)) },
+      }),
     };
     if (micro.length === 1 && this.model.ops.trainStep && trainStepSupports(this.model.config)) {
       return optimizerMetrics(this.graphStep(micro[0]!.batch, tokenCount, functionName));
@@ -376,14 +384,7 @@ export class PolicyTrainer {
       maxGradNorm,
     });
     this.settle(applied, loss, gradNorm, functionName);
-    return {
-      ...lossMetricsOf(accumulated),
-      step: optimizer.step,
-      learningRate,
-      gradNorm,
-      skipped: !applied,
-      timeMs: performance.now() - started,
-    };
+    return this.metricsOf(lossMetricsOf(accumulated), { learningRate, gradNorm, applied, started });
   }
 
   /**
@@ -400,20 +401,9 @@ export class PolicyTrainer {
       maxGradNorm,
     });
     const { loss, gradNorm } = step;
-    const applied = Number.isFinite(loss) && Number.isFinite(gradNorm);
-    if (applied) this.model.replaceParams(step.commit());
-    else step.discard();
-    this.settle(applied, loss, gradNorm, functionName);
-    return {
-      ...EMPTY_LOSS_METRICS,
-      loss,
-      tokens,
-      step: optimizer.step,
-      learningRate,
-      gradNorm,
-      skipped: !applied,
-      timeMs: performance.now() - started,
-    };
+    const applied = this.finishGraphStep(step, loss, functionName);
+    const lossMetrics = { ...EMPTY_LOSS_METRICS, loss, tokens };
+    return this.metricsOf(lossMetrics, { learningRate, gradNorm, applied, started });
   }
 
   /**
@@ -423,7 +413,7 @@ export class PolicyTrainer {
    * non-finite gradient norm) skips the update as {@link optimizerStep} does.
    */
   private graphGrpoStep(
-    { indices, batch }: MicroBatch,
+    micro: MicroBatch,
     members: ReadonlySet<number>,
     mask: Ragged,
     lossOf: LossFunction,
@@ -432,22 +422,23 @@ export class PolicyTrainer {
     const { optimizer, maxGradNorm, guard, grpo } = inner(this);
     const started = performance.now();
     const learningRate = this.learningRate;
-    const local = indices
-      .map((sequence, position) => ({ sequence, position }))
-      .filter(({ sequence }) => members.has(sequence));
+    const local = membersIn(micro, members);
+    const { batch } = micro;
+    // `grpoStep` takes this path only for a loss with a GRPO head
+    const { grpo: grpoLoss, ...rest } = graphLossInputs(batch, local, lossOf.graph!);
     const step = graphStep(
       this.model.config,
       this.model.params,
       optimizer,
       batch,
       { learningRate, maxGradNorm },
-      { temperature: grpo.temperature, ...graphLossInputs(batch, local, lossOf.graph!) },
+      { temperature: grpo.temperature, grpo: grpoLoss!, ...rest },
     );
     const totals = emptyTotals();
     const stats = { logprobs: step.logprobs!, entropy: step.entropy! };
     const scored = guard.guard(
       () => {
-        microLoss(batch, local, stats, lossOf, mask, totals);
+        scoreMicroBatch(batch, local, stats, lossOf, mask, totals);
         return true;
       },
       () => false,
@@ -457,18 +448,35 @@ export class PolicyTrainer {
       step.discard();
       return this.skippedMetrics(started);
     }
+    const applied = this.finishGraphStep(step, totals.loss, functionName);
     const { gradNorm } = step;
-    const applied = Number.isFinite(totals.loss) && Number.isFinite(gradNorm);
+    return this.metricsOf(lossMetricsOf(totals), { learningRate, gradNorm, applied, started });
+  }
+
+  /**
+   * Swaps a graph step's new weights in (moments into AdamW) when `loss` and its gradient norm are
+   * finite, else frees them; tells the non-finite guard. Returns whether it was applied.
+   */
+  private finishGraphStep(step: GraphStep, loss: number, functionName: string): boolean {
+    const applied = Number.isFinite(loss) && Number.isFinite(step.gradNorm);
     if (applied) this.model.replaceParams(step.commit());
     else step.discard();
-    this.settle(applied, totals.loss, gradNorm, functionName);
+    this.settle(applied, loss, step.gradNorm, functionName);
+    return applied;
+  }
+
+  /** An optimizer step's metrics from its loss metrics and outcome. */
+  private metricsOf(
+    lossMetrics: ReturnType<typeof lossMetricsOf>,
+    outcome: { learningRate: number; gradNorm: number; applied: boolean; started: number },
+  ): GrpoStepMetrics {
     return {
-      ...lossMetricsOf(totals),
-      step: optimizer.step,
-      learningRate,
-      gradNorm,
-      skipped: !applied,
-      timeMs: performance.now() - started,
+      ...lossMetrics,
+      step: inner(this).optimizer.step,
+      learningRate: outcome.learningRate,
+      gradNorm: outcome.gradNorm,
+      skipped: !outcome.applied,
+      timeMs: performance.now() - outcome.started,
     };
   }
 
