@@ -4,33 +4,26 @@ import {
   type ShapeMismatchError,
   validateOptions,
 } from '@rlvr/core';
-import { type GraphStep, graphStep, trainStepSupports } from '../backend/ort-train-step-kernel.js';
+import { trainStepSupports } from '../backend/ort-train-step-kernel.js';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
 import { AdamW } from '../optim/adamw.js';
-import { type LearningRateSchedule, learningRateAt } from '../optim/schedule.js';
-import type { TokenBatch, TokenSequence } from './batch.js';
+import type { TokenSequence } from './batch.js';
 import {
   accumulateGradients,
-  clipAndApply,
-  emptyTotals,
   firstNonFinite,
   forwardLogprobs,
-  graphLossInputs,
   type LossFunction,
   type MicroBatch,
-  membersIn,
   microBatches,
   type Ragged,
-  scoreMicroBatch,
   usesGraph,
 } from './gradient-engine.js';
 import { grpoLossFunction, prepareGrpo, validateGrpoInput } from './grpo-loss.js';
 import { logitsGradients } from './logits-loss.js';
 import { NonFiniteGuard } from './non-finite-guard.js';
-import { type Accumulated, EMPTY_LOSS_METRICS, lossMetricsOf } from './step-metrics.js';
+import { OptimizerSteps, optimizerMetrics, type StepState } from './optimizer-steps.js';
 import {
   type PolicyTrainerOptions,
-  type ResolvedGrpoLoss,
   type ResolvedTrainerOptions,
   resolveTrainerOptions,
   validateTemperature,
@@ -45,7 +38,6 @@ import type {
   LogitsLossFunction,
   LogitsStepOptions,
   LogitsStepResult,
-  OptimizerStepMetrics,
   PolicyTrainerState,
   SftStepOptions,
   SftStepResult,
@@ -59,14 +51,7 @@ const LAYOUT_KEYS = ['pack', 'rowLength'] as const;
 /** Internals of a {@link PolicyTrainer}, out of its published type. */
 const internals = new WeakMap<PolicyTrainer, TrainerInternals>();
 
-type TrainerInternals = {
-  optimizer: AdamW;
-  schedule: LearningRateSchedule;
-  maxGradNorm: number;
-  microBatchSize: number;
-  grpo: ResolvedGrpoLoss;
-  guard: NonFiniteGuard;
-};
+type TrainerInternals = StepState & { steps: OptimizerSteps };
 
 function inner(trainer: PolicyTrainer): TrainerInternals {
   return internals.get(trainer)!;
@@ -94,14 +79,15 @@ export class PolicyTrainer {
     const resolved = settings as ResolvedTrainerOptions;
     this.model = model;
     this.reference = reference;
-    internals.set(this, {
+    const state: StepState = {
       optimizer: new AdamW(resolved.optimizer),
       schedule: resolved.schedule,
       maxGradNorm: resolved.maxGradNorm,
       microBatchSize: resolved.microBatchSize,
       grpo: resolved.grpo,
       guard: new NonFiniteGuard(resolved.onNonFinite, resolved.maxConsecutiveSkips),
-    });
+    };
+    internals.set(this, { ...state, steps: new OptimizerSteps(model, state) });
   }
 
   /** Optimizer steps taken so far. */
@@ -111,8 +97,7 @@ export class PolicyTrainer {
 
   /** The learning rate the next optimizer step will use. */
   get learningRate(): number {
-    const { schedule, optimizer } = inner(this);
-    return learningRateAt(schedule, optimizer.step);
+    return inner(this).steps.learningRate;
   }
 
   /** Updates skipped so far because of non-finite values (with `onNonFinite: 'skip'`). */
@@ -199,7 +184,7 @@ export class PolicyTrainer {
       () => undefined,
       functionName,
     );
-    if (prepared === undefined) return { steps: [this.skippedMetrics(started)] };
+    if (prepared === undefined) return { steps: [inner(this).steps.skipped(started)] };
     const { count, miniBatchSize } = input;
     const steps: GrpoStepMetrics[] = [];
     for (let iteration = 0; iteration < input.numIterations; iteration++) {
@@ -210,8 +195,14 @@ export class PolicyTrainer {
         const holding = micro.filter(({ indices }) => indices.some((index) => members.has(index)));
         const fused = lossOf.graph?.head && holding.length === 1 && usesGraph(this.model);
         const metrics = fused
-          ? this.graphGrpoStep(holding[0]!, members, prepared.mask, lossOf, functionName)
-          : this.optimizerStep(
+          ? inner(this).steps.graphGrpoStep(
+              holding[0]!,
+              members,
+              prepared.mask,
+              lossOf,
+              functionName,
+            )
+          : inner(this).steps.optimizerStep(
               () =>
                 accumulateGradients(
                   this.model,
@@ -273,10 +264,12 @@ export class PolicyTrainer {
       }),
     };
     if (micro.length === 1 && this.model.ops.trainStep && trainStepSupports(this.model.config)) {
-      return optimizerMetrics(this.graphStep(micro[0]!.batch, tokenCount, functionName));
+      return optimizerMetrics(
+        inner(this).steps.graphSftStep(micro[0]!.batch, tokenCount, functionName),
+      );
     }
     return optimizerMetrics(
-      this.optimizerStep(
+      inner(this).steps.optimizerStep(
         () => accumulateGradients(this.model, micro, members, mask, crossEntropy),
         functionName,
       ),
@@ -326,7 +319,7 @@ export class PolicyTrainer {
     }
     const micro = this.layoutBatches(sequences, options, functionName);
     return optimizerMetrics(
-      this.optimizerStep(
+      inner(this).steps.optimizerStep(
         () => logitsGradients(this.model, micro, sequences, lossOf, functionName),
         functionName,
       ),
@@ -369,152 +362,6 @@ export class PolicyTrainer {
     });
     return microBatches(this.model, inner(this).microBatchSize, sequences, functionName, layout);
   }
-
-  /** Accumulates gradients with `accumulate`, then clips and updates (or skips). */
-  private optimizerStep(accumulate: () => Accumulated, functionName: string): GrpoStepMetrics {
-    const { optimizer, guard, maxGradNorm } = inner(this);
-    const started = performance.now();
-    const accumulated = guard.guard(accumulate, () => undefined, functionName);
-    if (accumulated === undefined) return this.skippedMetrics(started);
-    const learningRate = this.learningRate;
-    const { loss } = accumulated;
-    const { gradNorm, applied } = clipAndApply(this.model, optimizer, accumulated.grads, {
-      loss,
-      learningRate,
-      maxGradNorm,
-    });
-    this.settle(applied, loss, gradNorm, functionName);
-    return this.metricsOf(lossMetricsOf(accumulated), { learningRate, gradNorm, applied, started });
-  }
-
-  /**
-   * `sftStep` of one micro-batch as one onnxruntime graph (forward, backward, clipping, AdamW;
-   * the same math as {@link optimizerStep} with the cross-entropy): a non-finite loss or gradient
-   * norm skips the update as there.
-   */
-  private graphStep(batch: TokenBatch, tokens: number, functionName: string): GrpoStepMetrics {
-    const { optimizer, maxGradNorm } = inner(this);
-    const started = performance.now();
-    const learningRate = this.learningRate;
-    const step = graphStep(this.model.config, this.model.params, optimizer, batch, {
-      learningRate,
-      maxGradNorm,
-    });
-    const { loss, gradNorm } = step;
-    const applied = this.finishGraphStep(step, loss, functionName);
-    const lossMetrics = { ...EMPTY_LOSS_METRICS, loss, tokens };
-    return this.metricsOf(lossMetrics, { learningRate, gradNorm, applied, started });
-  }
-
-  /**
-   * One GRPO optimizer step whose mini-batch is one micro-batch, as one onnxruntime graph run
-   * (the loss gradient from the graph's GRPO head, backward, clipping, AdamW); the loss value and
-   * metrics are core's `policyLoss` on the logprobs of that run, and a non-finite one (or a
-   * non-finite gradient norm) skips the update as {@link optimizerStep} does.
-   */
-  private graphGrpoStep(
-    micro: MicroBatch,
-    members: ReadonlySet<number>,
-    mask: Ragged,
-    lossOf: LossFunction,
-    functionName: string,
-  ): GrpoStepMetrics {
-    const { optimizer, maxGradNorm, guard, grpo } = inner(this);
-    const started = performance.now();
-    const learningRate = this.learningRate;
-    const local = membersIn(micro, members);
-    const { batch } = micro;
-    // `grpoStep` takes this path only for a loss with a GRPO head
-    const { grpo: grpoLoss, ...rest } = graphLossInputs(batch, local, lossOf.graph!);
-    const step = graphStep(
-      this.model.config,
-      this.model.params,
-      optimizer,
-      batch,
-      { learningRate, maxGradNorm },
-      { temperature: grpo.temperature, grpo: grpoLoss!, ...rest },
-    );
-    const totals = emptyTotals();
-    const stats = { logprobs: step.logprobs!, entropy: step.entropy! };
-    const scored = guard.guard(
-      () => {
-        scoreMicroBatch(batch, local, stats, lossOf, mask, totals);
-        return true;
-      },
-      () => false,
-      functionName,
-    );
-    if (!scored) {
-      step.discard();
-      return this.skippedMetrics(started);
-    }
-    const applied = this.finishGraphStep(step, totals.loss, functionName);
-    const { gradNorm } = step;
-    return this.metricsOf(lossMetricsOf(totals), { learningRate, gradNorm, applied, started });
-  }
-
-  /**
-   * Swaps a graph step's new weights in (moments into AdamW) when `loss` and its gradient norm are
-   * finite, else frees them; tells the non-finite guard. Returns whether it was applied.
-   */
-  private finishGraphStep(step: GraphStep, loss: number, functionName: string): boolean {
-    const applied = Number.isFinite(loss) && Number.isFinite(step.gradNorm);
-    if (applied) this.model.replaceParams(step.commit());
-    else step.discard();
-    this.settle(applied, loss, step.gradNorm, functionName);
-    return applied;
-  }
-
-  /** An optimizer step's metrics from its loss metrics and outcome. */
-  private metricsOf(
-    lossMetrics: ReturnType<typeof lossMetricsOf>,
-    outcome: { learningRate: number; gradNorm: number; applied: boolean; started: number },
-  ): GrpoStepMetrics {
-    return {
-      ...lossMetrics,
-      step: inner(this).optimizer.step,
-      learningRate: outcome.learningRate,
-      gradNorm: outcome.gradNorm,
-      skipped: !outcome.applied,
-      timeMs: performance.now() - outcome.started,
-    };
-  }
-
-  /** Tells the non-finite guard whether the update was applied (a skip may throw or stall). */
-  private settle(applied: boolean, loss: number, gradNorm: number, functionName: string): void {
-    const { guard } = inner(this);
-    if (applied) {
-      guard.applied();
-      return;
-    }
-    const lossFinite = Number.isFinite(loss);
-    guard.skip(
-      new NonFiniteError({
-        parameter: lossFinite ? 'gradients' : 'loss',
-        functionName,
-        index: 0,
-        value: lossFinite ? gradNorm : loss,
-      }),
-      functionName,
-    );
-  }
-
-  private skippedMetrics(started: number): GrpoStepMetrics {
-    return {
-      ...EMPTY_LOSS_METRICS,
-      step: inner(this).optimizer.step,
-      loss: Number.NaN,
-      learningRate: this.learningRate,
-      gradNorm: Number.NaN,
-      skipped: true,
-      timeMs: performance.now() - started,
-    };
-  }
-}
-
-function optimizerMetrics(metrics: GrpoStepMetrics): OptimizerStepMetrics {
-  const { step, loss, learningRate, gradNorm, skipped, tokens, timeMs } = metrics;
-  return { step, loss, learningRate, gradNorm, skipped, tokens, timeMs };
 }
 
 /**
