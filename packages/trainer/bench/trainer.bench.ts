@@ -10,7 +10,9 @@
  * onnxruntime matMul but without the fused onnxruntime attention, "wasm-xnnpack" = wasm with
  * `matMul: 'backend'`, "cpu"), TORCH_THREADS (default 2: both cores), BENCH_STEP (default "sft":
  * `sftStep`; "grpo": `grpoStep` with a reference model, β 0.04, clipping 0.2 / 0.28, token mean,
- * one random advantage per sequence, against TRL's GRPO loss in the peer).
+ * one random advantage per sequence, against TRL's GRPO loss in the peer), BENCH_MODEL_TYPE
+ * (default "llama"; "qwen2": the same sizes with Qwen2's q/k/v biases, random, and no PyTorch peer,
+ * whose model has no biases).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -75,13 +77,18 @@ function flopsPerToken(spec: Spec): number {
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
-const torch = torchAvailable();
+const QWEN2 = process.env.BENCH_MODEL_TYPE === 'qwen2';
+const torch = !QWEN2 && torchAvailable();
 const table: string[] = [];
 const load = () =>
   (execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0] ?? '?').trim();
 console.log(`load average at start: ${load()}; step: ${STEP_KIND}`);
 for (const [name, spec] of Object.entries(CONFIGS)) {
-  const config = parseLlamaConfig({ ...spec, max_position_embeddings: 256 });
+  const config = parseLlamaConfig({
+    ...spec,
+    max_position_embeddings: 256,
+    ...(QWEN2 ? { model_type: 'qwen2' } : {}),
+  });
   const flops = flopsPerToken(spec);
   const ours = new Map<string, number[]>();
   const trainers = [];
@@ -96,7 +103,9 @@ for (const [name, spec] of Object.entries(CONFIGS)) {
           : [];
     const saved = leftOut.map((kernel) => tf.getKernel(kernel, 'wasm')!);
     for (const kernel of leftOut) tf.unregisterKernel(kernel, 'wasm');
-    const model = await createLlamaModel(createRandomCheckpoint(config, { seed: 1 }));
+    const model = await createLlamaModel(
+      createRandomCheckpoint(config, { seed: 1, ...(QWEN2 ? { perturbStd: 0.02 } : {}) }),
+    );
     for (const kernel of saved) tf.registerKernel(kernel);
     const trainer = await createPolicyTrainer(model, {
       schedule: { learningRate: 1e-4 },
@@ -141,7 +150,11 @@ console.log(
 console.log(`| config | @rlvr/trainer tok/s | ${peerName} tok/s | ratio |`);
 console.log('|---|---|---|---|');
 for (const row of table) console.log(row.replace(/^\| (\S+) \| (.+?) \| /, '| $1, $2 | '));
-if (!torch) {
+if (QWEN2) {
+  console.log(
+    'PyTorch side-by-side skipped: BENCH_MODEL_TYPE=qwen2 (its peer model has no biases).',
+  );
+} else if (!torch) {
   console.log(
     'PyTorch side-by-side skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch libopenblas0-openmp).',
   );

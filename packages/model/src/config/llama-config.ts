@@ -224,7 +224,10 @@ export function parseLlamaConfig(json: unknown): LlamaConfig {
 }
 
 /** Which projections carry a bias vector under `config` (Hugging Face semantics). */
-export function llamaBiases(config: LlamaConfig): { qkv: boolean; o: boolean } {
+export function llamaBiases(config: Pick<LlamaConfig, 'attention_bias' | 'model_type'>): {
+  qkv: boolean;
+  o: boolean;
+} {
   return {
     qkv: config.attention_bias,
     o: config.attention_bias && config.model_type === 'llama',

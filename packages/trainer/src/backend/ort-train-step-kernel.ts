@@ -105,11 +105,6 @@ export function ortTrainStepActive(): boolean {
   );
 }
 
-/** Whether the graph covers a model config (it has no projection biases). @internal */
-export function trainStepSupports(config: LlamaConfig): boolean {
-  return !config.attention_bias;
-}
-
 /** What one graph step computed; nothing is applied until `commit`. @internal */
 export type GraphStep = {
   loss: number;

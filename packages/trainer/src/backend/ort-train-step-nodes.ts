@@ -3,9 +3,13 @@
  * either weight layout, RMSNorm, RoPE, the attention head layouts) and one decoder layer's forward
  * and hand-written backward (the math of `src/model/llama-backward.ts`). @internal
  */
-import { GraphBuilder, type LlamaConfig, type OnnxAttributeValue } from '@rlvr/model';
+import { GraphBuilder, type LlamaConfig, llamaBiases, type OnnxAttributeValue } from '@rlvr/model';
 
-/** The model the graph is built for (`head_dim` default hidden / heads). @internal */
+/**
+ * The model the graph is built for (`head_dim` default hidden / heads; projection biases as
+ * `llamaBiases` says for `attention_bias` and `model_type`, default none: pass a parsed config,
+ * whose `attention_bias` is true for Qwen2). @internal
+ */
 export type TrainStepSpec = Pick<
   LlamaConfig,
   | 'hidden_size'
@@ -15,7 +19,7 @@ export type TrainStepSpec = Pick<
   | 'intermediate_size'
   | 'vocab_size'
 > &
-  Partial<Pick<LlamaConfig, 'head_dim' | 'tie_word_embeddings'>>;
+  Partial<Pick<LlamaConfig, 'head_dim' | 'tie_word_embeddings' | 'attention_bias' | 'model_type'>>;
 
 /** A trained tensor (Hugging Face name and layout). @internal */
 export type Param = { name: string; shape: number[] };
@@ -66,6 +70,8 @@ export class StepNodes {
   readonly scale: string;
   /** `[B, T]` of the batch (from the RoPE table input `cos` `[B, T, 1, hd]`). */
   readonly bt: string;
+  /** Which projections add a bias vector (Qwen2: q, k, v; Llama with `attention_bias`: and o). */
+  readonly biases: { qkv: boolean; o: boolean };
 
   constructor(
     readonly spec: TrainStepSpec,
@@ -79,6 +85,10 @@ export class StepNodes {
     this.scale = this.g.float([1 / Math.sqrt(this.hd)]);
     const shape = this.g.op('Shape', ['cos']);
     this.bt = this.g.op('Slice', [shape, this.g.int64([0]), this.g.int64([2])]);
+    this.biases = llamaBiases({
+      attention_bias: spec.attention_bias === true,
+      model_type: spec.model_type ?? 'llama',
+    });
   }
   /** A parameter; `shape` in Hugging Face layout (projections are reversed for `in-out`). */
   param(name: string, shape: number[]): string {
@@ -185,11 +195,17 @@ export function layerForward(
   const wg = w('mlp.gate_proj', [spec.intermediate_size, d]);
   const wu = w('mlp.up_proj', [spec.intermediate_size, d]);
   const wd = w('mlp.down_proj', [d, spec.intermediate_size]);
+  // x · Wᵀ, plus the projection's bias where the config has one
+  const project = (input: string, weight: string, size: number, biased: boolean) => {
+    const out = nodes.linear(input, weight);
+    return biased ? nodes.add(out, nodes.param(weight.replace(/weight$/, 'bias'), [size])) : out;
+  };
+  const { qkv, o: oBiased } = nodes.biases;
   const norm1 = nodes.rmsNorm(x, ln1);
-  const roped = nodes.rope(nodes.tokensToRows(nodes.linear(norm1.h, wq), [heads, hd]));
+  const roped = nodes.rope(nodes.tokensToRows(project(norm1.h, wq, heads * hd, qkv), [heads, hd]));
   const q = nodes.queryHeads(nodes.reshape(nodes.mul(roped, nodes.scale), [-1, heads * hd]));
-  const k = nodes.kvHeadsOf(nodes.linear(norm1.h, wk), true);
-  const v = nodes.kvHeadsOf(nodes.linear(norm1.h, wv), false);
+  const k = nodes.kvHeadsOf(project(norm1.h, wk, kvHeads * hd, qkv), true);
+  const v = nodes.kvHeadsOf(project(norm1.h, wv, kvHeads * hd, qkv), false);
   const scores = nodes.matMul(q, nodes.transpose(k, LAST_TWO)); // [B, Hkv, gT, T]
   // the bias `[B, 1, 1, T·T]` is shared by the g query heads of a KV head
   const masked = nodes.add(nodes.reshape(scores, [0, 0, nodes.group, -1]), 'bias');
@@ -197,7 +213,7 @@ export function layerForward(
     axis: -1,
   });
   const o = nodes.queryTokens(nodes.matMul(p, v)); // [N, H·hd]
-  const x2 = nodes.add(x, nodes.linear(o, wo));
+  const x2 = nodes.add(x, project(o, wo, d, oBiased));
   const norm2 = nodes.rmsNorm(x2, ln2);
   const gate = nodes.linear(norm2.h, wg);
   const up = nodes.linear(norm2.h, wu);
@@ -227,7 +243,14 @@ export function layerBackward(nodes: StepNodes, c: LayerCache, dOut: string): st
   const dh2 = add(inputGrad(dGate, name('mlp.gate_proj')), inputGrad(dUp, name('mlp.up_proj')));
   const dx2 = add(dOut, nodes.rmsBackward(c.norm2, dh2));
   // attention: softmax backward, then the RoPE adjoint of the query and key gradients
+  // a bias's gradient: its projection output's gradient summed over the tokens
+  const biasGrad = (suffix: string, dy: string) =>
+    grads.set(
+      `${c.prefix}.${suffix}.bias`,
+      nodes.op('ReduceSum', [dy, nodes.g.int64([0])], { keepdims: 0 }),
+    );
   weightGrad('self_attn.o_proj', dx2, c.o);
+  if (nodes.biases.o) biasGrad('self_attn.o_proj', dx2);
   const dO = nodes.queryHeads(inputGrad(dx2, name('self_attn.o_proj'))); // [B, Hkv, gT, hd]
   const dP = matMul(dO, nodes.transpose(c.v, LAST_TWO));
   const dV = matMul(nodes.transpose(c.p, LAST_TWO), dO);
@@ -249,7 +272,10 @@ export function layerBackward(nodes: StepNodes, c: LayerCache, dOut: string): st
     ['self_attn.k_proj', dk],
     ['self_attn.v_proj', dv],
   ];
-  for (const [suffix, dy] of projections) weightGrad(suffix, dy, c.norm1.h);
+  for (const [suffix, dy] of projections) {
+    weightGrad(suffix, dy, c.norm1.h);
+    if (nodes.biases.qkv) biasGrad(suffix, dy);
+  }
   const dh1 = projections
     .map(([suffix, dy]) => inputGrad(dy, name(suffix)))
     .reduce((sum, term) => add(sum, term));

@@ -19,13 +19,28 @@ type Case = {
   weightDecay?: number;
   /** Several micro-batches: accumulated forward + backward runs, then the trainer's AdamW. */
   microBatchSize?: number;
+  /** Projection biases, random from the start: Qwen2's q/k/v, or Llama's `attention_bias` (and o). */
+  biases?: 'qwen2' | 'llama';
 };
+
+/** The config fields of a case's biases. */
+function biasFields(biases: 'qwen2' | 'llama' | undefined): Record<string, unknown> {
+  if (biases === 'qwen2') return { model_type: 'qwen2' };
+  return biases === 'llama' ? { attention_bias: true } : {};
+}
 
 const CASES: Case[] = [
   { name: 'GQA, padded rows of different lengths', kvHeads: 2 },
   { name: 'MHA, packed rows, weight decay', kvHeads: 4, pack: true, weightDecay: 0.1 },
   { name: 'MQA, tied embeddings, head_dim 12', kvHeads: 1, headDim: 12, tied: true },
   { name: 'GQA, 3 micro-batches (accumulated grads runs)', kvHeads: 2, microBatchSize: 2 },
+  { name: 'Qwen2 q/k/v biases, GQA', kvHeads: 2, biases: 'qwen2' },
+  {
+    name: 'Llama attention_bias (q/k/v/o), 3 micro-batches',
+    kvHeads: 4,
+    biases: 'llama',
+    microBatchSize: 2,
+  },
 ];
 
 /** Sequences of 1–3 prompt tokens and 2–9 completion tokens (the loss is on the completions). */
@@ -93,9 +108,18 @@ describe('the onnxruntime train-step graph', () => {
         vocab_size: 19,
         ...(c.headDim === undefined ? {} : { head_dim: c.headDim }),
         tie_word_embeddings: c.tied ?? false,
+        ...biasFields(c.biases),
       };
       const config = parseLlamaConfig({ ...spec, max_position_embeddings: 64 });
-      const checkpoint = createRandomCheckpoint(config, { seed: 3, std: 0.2 });
+      const checkpoint = createRandomCheckpoint(config, {
+        seed: 3,
+        std: 0.2,
+        ...(c.biases ? { perturbStd: 0.2 } : {}),
+      });
+      if (c.biases) {
+        const biased = checkpoint.tensors.filter((tensor) => tensor.name.endsWith('.bias'));
+        expect(biased.length).toBe(spec.num_hidden_layers * (c.biases === 'llama' ? 4 : 3));
+      }
       const batch = sequences(spec.vocab_size);
       const weightDecay = c.weightDecay ?? 0;
       // the reference: the tfjs model and optimizer; then sftStep through the kernel (weights held
@@ -105,7 +129,7 @@ describe('the onnxruntime train-step graph', () => {
       const kernel = await trainer(checkpoint, true, weightDecay, micro);
       const runner = await createOrtTrainStep(
         ort,
-        spec,
+        config,
         {
           linearLayout: 'hf',
           ropeTheta: config.rope_theta,
@@ -198,6 +222,7 @@ type GrpoCase = {
   tied?: boolean;
   /** Sampler logprobs for the mismatch correction: the start's, perturbed. */
   behaviour?: boolean;
+  biases?: 'qwen2' | 'llama';
 };
 
 const GRPO_CASES: GrpoCase[] = [
@@ -249,6 +274,12 @@ const GRPO_CASES: GrpoCase[] = [
     step: { miniBatchSize: 3 },
     tied: true,
   },
+  {
+    name: 'Qwen2 q/k/v biases: one micro-batch (fused step) with KL, reference forward graph',
+    options: { grpo: { temperature: 0.7, beta: 0.05 } },
+    step: { numIterations: 2 },
+    biases: 'qwen2',
+  },
 ];
 
 describe('GRPO through the onnxruntime train-step graphs', () => {
@@ -264,8 +295,13 @@ describe('GRPO through the onnxruntime train-step graphs', () => {
         vocab_size: 19,
         tie_word_embeddings: c.tied ?? false,
         max_position_embeddings: 64,
+        ...biasFields(c.biases),
       });
-      const checkpoint = createRandomCheckpoint(config, { seed: 6, std: 0.2 });
+      const checkpoint = createRandomCheckpoint(config, {
+        seed: 6,
+        std: 0.2,
+        ...(c.biases ? { perturbStd: 0.2 } : {}),
+      });
       const batch = {
         sequences: sequences(config.vocab_size),
         advantages: [1.2, -0.8, 0.3, -1.1, 0.4],

@@ -2,8 +2,8 @@
  * The train-step graphs (issue #14): the whole Llama forward and its hand-written backward
  * (`ort-train-step-nodes.ts`) as ONNX graphs (opset 17) of symbolic batch and length, run by
  * onnxruntime. The RoPE tables and the attention bias (causal, padding, packing) are inputs,
- * computed as the tfjs model computes them; bias-free Llama layers, tied embeddings and any
- * `head_dim`. Three modes of one builder:
+ * computed as the tfjs model computes them; Llama and Qwen2 layers (with the projection biases
+ * of `attention_bias` / Qwen2), tied embeddings and any `head_dim`. Three modes of one builder:
  * - `step`: forward, a per-position weighted logprob loss (`sftStep`'s cross-entropy: weight
  *   1 / completion tokens), backward, PyTorch's global-norm clipping and AdamW (decoupled weight
  *   decay) — one run per optimizer step;

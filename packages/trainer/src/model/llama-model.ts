@@ -7,7 +7,7 @@ import {
   validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
-import { type Checkpoint, type LlamaConfig, parseLlamaConfig } from '@rlvr/model';
+import { type Checkpoint, type LlamaConfig, llamaBiases, parseLlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { activeBackend, type BackendName } from '../backend/select-backend.js';
 import { llamaBackward } from './llama-backward.js';
@@ -360,8 +360,7 @@ function expectedShapes(config: LlamaConfig): Map<string, number[]> {
   const q = config.num_attention_heads * config.head_dim;
   const kv = config.num_key_value_heads * config.head_dim;
   const m = config.intermediate_size;
-  const qkvBias = config.attention_bias;
-  const oBias = config.attention_bias && config.model_type === 'llama';
+  const { qkv: qkvBias, o: oBias } = llamaBiases(config);
   const shapes = new Map<string, number[]>([['model.embed_tokens.weight', [config.vocab_size, h]]]);
   for (let layer = 0; layer < config.num_hidden_layers; layer++) {
     const prefix = `model.layers.${layer}`;

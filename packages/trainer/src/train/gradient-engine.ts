@@ -5,7 +5,6 @@ import {
   type GraphGrpoLoss,
   graphForward,
   graphGradients,
-  trainStepSupports,
 } from '../backend/ort-train-step-kernel.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
@@ -117,7 +116,7 @@ export function microBatches(
 
 /** Whether `model`'s forward and backward run as onnxruntime train-step graphs. @internal */
 export function usesGraph(model: LlamaModel): boolean {
-  return model.ops.trainStep === true && trainStepSupports(model.config);
+  return model.ops.trainStep === true;
 }
 
 /** Logprobs and entropies at every position `[B·T]` of a batch (graph or tfjs forward). */

@@ -4,7 +4,6 @@ import {
   type ShapeMismatchError,
   validateOptions,
 } from '@rlvr/core';
-import { trainStepSupports } from '../backend/ort-train-step-kernel.js';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
 import { AdamW } from '../optim/adamw.js';
 import type { TokenSequence } from './batch.js';
@@ -263,7 +262,7 @@ export class PolicyTrainer {
         tokens: { loss_weights: rows.map((row) => mask[row]!.map(() => 1 / tokenCount)) },
       }),
     };
-    if (micro.length === 1 && this.model.ops.trainStep && trainStepSupports(this.model.config)) {
+    if (micro.length === 1 && usesGraph(this.model)) {
       return optimizerMetrics(
         inner(this).steps.graphSftStep(micro[0]!.batch, tokenCount, functionName),
       );
