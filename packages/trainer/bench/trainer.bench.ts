@@ -10,7 +10,8 @@
  * onnxruntime matMul but without the fused onnxruntime attention, "wasm-xnnpack" = wasm with
  * `matMul: 'backend'`, "cpu"), TORCH_THREADS (default 2: both cores), BENCH_STEP (default "sft":
  * `sftStep`; "grpo": `grpoStep` with a reference model, β 0.04, clipping 0.2 / 0.28, token mean,
- * one random advantage per sequence, against TRL's GRPO loss in the peer), BENCH_MODEL_TYPE
+ * one random advantage per sequence, against TRL's GRPO loss in the peer; "logits": `logitsStep`
+ * with the cross-entropy written as a loss on the logits, no peer), BENCH_MODEL_TYPE
  * (default "llama"; "qwen2": the same sizes with Qwen2's q/k/v biases, random, and no PyTorch peer,
  * whose model has no biases).
  */
@@ -24,6 +25,7 @@ import { ORT_TRAIN_STEP } from '../src/backend/ort-train-step-kernel.js';
 import {
   createLlamaModel,
   createPolicyTrainer,
+  type LogitsLossFunction,
   type PolicyTrainer,
   type SelectBackendOptions,
   selectBackend,
@@ -45,7 +47,12 @@ const VARIANTS: Record<string, SelectBackendOptions> = {
   cpu: { candidates: ['cpu'] },
 };
 const CHOSEN = (process.env.BENCH_VARIANTS ?? 'default').split(',');
-const STEP_KIND = process.env.BENCH_STEP === 'grpo' ? 'grpo' : 'sft';
+const STEP_KIND =
+  process.env.BENCH_STEP === 'grpo'
+    ? 'grpo'
+    : process.env.BENCH_STEP === 'logits'
+      ? 'logits'
+      : 'sft';
 const GRPO = {
   beta: 0.04,
   epsilonLow: 0.2,
@@ -55,10 +62,34 @@ const GRPO = {
 
 type Spec = BenchConfig;
 
+/**
+ * `logitsStep`'s loss in the bench: the cross-entropy written on the logits (d logits =
+ * (softmax − onehot) / tokens), so its math is `sftStep`'s and the time is the logits route's.
+ */
+const crossEntropyOnLogits: LogitsLossFunction = (rows, { totalTokens }) => {
+  let loss = 0;
+  const dLogits = rows.map((row) => {
+    let max = -Infinity;
+    for (const value of row.logits) max = Math.max(max, value);
+    let sum = 0;
+    const out = new Float64Array(row.logits.length);
+    for (let v = 0; v < out.length; v++) sum += out[v] = Math.exp(row.logits[v]! - max);
+    loss -= (row.logits[row.target]! - max - Math.log(sum)) / totalTokens;
+    for (let v = 0; v < out.length; v++)
+      out[v] = (out[v]! / sum - (v === row.target ? 1 : 0)) / totalTokens;
+    return out;
+  });
+  return { loss, dLogits };
+};
+
 /** One step of the benched kind (`BENCH_STEP`). */
 function trainStep(trainer: PolicyTrainer, sequences: TokenSequence[]): void {
   if (STEP_KIND === 'sft') {
     trainer.sftStep(sequences);
+    return;
+  }
+  if (STEP_KIND === 'logits') {
+    trainer.logitsStep(sequences, crossEntropyOnLogits);
     return;
   }
   const rng = createRng(3);
@@ -78,7 +109,7 @@ function flopsPerToken(spec: Spec): number {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 const QWEN2 = process.env.BENCH_MODEL_TYPE === 'qwen2';
-const torch = !QWEN2 && torchAvailable();
+const torch = !QWEN2 && STEP_KIND !== 'logits' && torchAvailable();
 const table: string[] = [];
 const load = () =>
   (execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0] ?? '?').trim();
@@ -154,6 +185,8 @@ if (QWEN2) {
   console.log(
     'PyTorch side-by-side skipped: BENCH_MODEL_TYPE=qwen2 (its peer model has no biases).',
   );
+} else if (STEP_KIND === 'logits') {
+  console.log('PyTorch side-by-side skipped: BENCH_STEP=logits (no logits-loss mode in the peer).');
 } else if (!torch) {
   console.log(
     'PyTorch side-by-side skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch libopenblas0-openmp).',

@@ -25,6 +25,12 @@ const settingsByKey = new Map<
   { spec: TrainStepSpec; settings: StepSettings; graph: GraphMode }
 >();
 
+/** The vocabulary size: the rows of the embedding input. */
+function vocabOf(names: readonly string[], inputs: tf.NamedTensorInfoMap): number {
+  const embed = names.find((name) => name === 'model.embed_tokens.weight')!;
+  return inputs[embed]!.shape[0]!;
+}
+
 /** The outputs of a mode: name and shape, in the order the kernel returns them. */
 function outputsOf(
   graph: GraphMode,
@@ -32,6 +38,14 @@ function outputsOf(
   names: readonly string[],
 ): { name: string; shape: number[] }[] {
   const shapeOf = (name: string) => inputs[name]!.shape;
+  if (graph.logits) {
+    if (graph.mode === 'forward')
+      return [{ name: 'logits', shape: [...shapeOf('ids'), vocabOf(names, inputs)] }];
+    return [
+      { name: 'loss', shape: [] },
+      ...names.map((name) => ({ name: `${name}.grad`, shape: shapeOf(name) })),
+    ];
+  }
   if (graph.mode === 'forward') {
     return ['logprobs', 'entropy'].map((name) => ({ name, shape: shapeOf('ids') }));
   }
@@ -277,6 +291,39 @@ export function graphForward(
   const graph: GraphMode = { mode: 'forward' };
   const [lp, en] = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
   return { logprobs: readFloat32(lp!), entropy: readFloat32(en!) };
+}
+
+/** The raw logits `[B·T·V]` (temperature 1) of every position of `batch`, one graph run. @internal */
+export function graphLogits(
+  config: LlamaConfig,
+  params: ReadonlyMap<string, tf.Tensor>,
+  batch: TokenBatch,
+): Float32Array {
+  const values = batchInputs(batch, { headDim: config.head_dim, ropeTheta: config.rope_theta }, {});
+  const graph: GraphMode = { mode: 'forward', logits: true };
+  const [logits] = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
+  return readFloat32(logits!);
+}
+
+/**
+ * The gradients, for `batch`, of a loss whose d loss / d logits `[B·T·V]` (raw logits, zero off
+ * the loss positions) is `dLogits`: forward and backward as one graph run; a `Map` of Hugging
+ * Face name → gradient in the model's layout (caller disposes). @internal
+ */
+export function graphLogitsGradients(
+  config: LlamaConfig,
+  params: ReadonlyMap<string, tf.Tensor>,
+  batch: TokenBatch,
+  dLogits: Float32Array,
+): Map<string, tf.Tensor> {
+  const values = batchInputs(batch, { headDim: config.head_dim, ropeTheta: config.rope_theta }, {});
+  const n = batch.input.batchSize * batch.input.seqLen;
+  values.d_logits = { data: dLogits, dims: [n, config.vocab_size] };
+  const graph: GraphMode = { mode: 'grads', logits: true };
+  const outputs = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
+  outputs[0]!.dispose();
+  const names = [...params.keys()];
+  return new Map(names.map((name, index) => [name, outputs[index + 1]!]));
 }
 
 /** GRPO's loss inside the `grads` graph: the head and its inputs (see `ort-grpo-head.ts`). */

@@ -5,7 +5,11 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { createLlamaModel } from '../model/llama-model.js';
 import type { TokenSequence } from '../train/batch.js';
-import { createPolicyTrainer, type PolicyTrainerOptions } from '../train/policy-trainer.js';
+import {
+  createPolicyTrainer,
+  type LogitsLossFunction,
+  type PolicyTrainerOptions,
+} from '../train/policy-trainer.js';
 import { createOrtTrainStep } from './ort-train-step.js';
 import { ORT_TRAIN_STEP } from './ort-train-step-kernel.js';
 import { selectBackend } from './select-backend.js';
@@ -355,4 +359,66 @@ describe('GRPO through the onnxruntime train-step graphs', () => {
       }
     });
   }
+});
+
+describe('logitsStep through the onnxruntime train-step graphs', () => {
+  it("matches the tfjs logitsStep's loss, gradient norm and weights (forward KL to a teacher, Qwen2 biases, 2 micro-batches)", async () => {
+    await selectBackend();
+    const config = parseLlamaConfig({
+      hidden_size: 32,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      intermediate_size: 40,
+      vocab_size: 19,
+      model_type: 'qwen2',
+      max_position_embeddings: 64,
+    });
+    const checkpoint = createRandomCheckpoint(config, { seed: 9, std: 0.2, perturbStd: 0.2 });
+    const batch = sequences(config.vocab_size);
+    // a fixed teacher distribution per (sequence, token): token mean of KL(q ‖ softmax(logits))
+    const teacher = (sequence: number, index: number) => {
+      const rng = createRng(100 * sequence + index);
+      const raw = Array.from({ length: config.vocab_size }, () => Math.exp(2 * rng.next()));
+      const total = raw.reduce((a, b) => a + b, 0);
+      return raw.map((value) => value / total);
+    };
+    const lossOf: LogitsLossFunction = (rows, { totalTokens }) => {
+      let loss = 0;
+      const dLogits = rows.map((row) => {
+        const max = Math.max(...row.logits);
+        const exps = Array.from(row.logits, (value) => Math.exp(value - max));
+        const sum = exps.reduce((a, b) => a + b, 0);
+        const q = teacher(row.sequence, row.index);
+        return exps.map((e, v) => {
+          const p = e / sum;
+          loss += (q[v]! * (Math.log(q[v]!) - Math.log(p))) / totalTokens;
+          return (p - q[v]!) / totalTokens;
+        });
+      });
+      return { loss, dLogits };
+    };
+    const options = { microBatchSize: 3 };
+    const reference = await trainer(checkpoint, false, 0.1, options);
+    const graph = await trainer(checkpoint, true, 0.1, options);
+    try {
+      for (let step = 0; step < 3; step++) {
+        const want = reference.policy.logitsStep(batch, lossOf);
+        const got = graph.policy.logitsStep(batch, lossOf);
+        expect(got.skipped).toBe(false);
+        const bound = step === 0 ? 1e-5 : 1e-3;
+        expect(Math.abs(got.loss - want.loss)).toBeLessThan(bound);
+        expect(Math.abs(got.gradNorm - want.gradNorm) / want.gradNorm).toBeLessThan(bound);
+        expect(want.gradNorm).toBeGreaterThan(MAX_GRAD_NORM);
+      }
+      const trained = weightsOf(reference.model.toCheckpoint());
+      expect(worstDifference(weightsOf(graph.model.toCheckpoint()), trained)).toBeLessThan(1e-3);
+      expect(worstDifference(trained, weightsOf(checkpoint))).toBeGreaterThan(1e-2);
+    } finally {
+      for (const { model, policy } of [reference, graph]) {
+        policy.dispose();
+        model.dispose();
+      }
+    }
+  });
 });

@@ -45,6 +45,12 @@ export type { Param, StepSettings, TrainStepSpec } from './ort-train-step-nodes.
 export type GraphMode = {
   mode: 'step' | 'grads' | 'forward';
   entropy?: boolean;
+  /**
+   * A loss on the raw logits (`logitsStep`): `forward` returns the logits `[N, V]` (temperature 1)
+   * instead of logprobs and entropies; `grads` takes d loss / d logits as the input `d_logits`
+   * `[N, V]` and returns `loss` 0 (the caller's loss is the value) and the gradients.
+   */
+  logits?: boolean;
   /** `grads` and `step`: the loss weights are GRPO's, computed in the graph (`ort-grpo-head.ts`). */
   grpo?: GrpoHead;
 };
@@ -133,11 +139,27 @@ function lossHead(
   return { logprobs, entropy, loss, dHf: nodes.inputGrad(dLogits, head) };
 }
 
-/** The forward to the loss head and, unless `forward` mode, the backward: every gradient. */
-function modelGraph(
+/**
+ * The head of a loss on the raw logits: `forward` returns them; `grads` back-propagates the input
+ * `d_logits` (d loss / d logits `[N, V]`).
+ */
+function logitsHead(
   nodes: StepNodes,
+  hf: string,
+  head: string,
   graph: GraphMode,
-): { logprobs: string; entropy: string; loss?: string } {
+): { logits: string; loss?: string; dHf?: string } {
+  const logits = nodes.linear(hf, head); // [N, V]
+  if (graph.mode === 'forward') return { logits };
+  nodes.grads.set(head, nodes.weightGrad('d_logits', hf, head));
+  return { logits, loss: nodes.g.float([0]), dHf: nodes.inputGrad('d_logits', head) };
+}
+
+/** What the forward's head gives the outputs: per-position stats, or the logits. */
+type HeadOutputs = { logprobs?: string; entropy?: string; logits?: string; loss?: string };
+
+/** The forward to the loss head and, unless `forward` mode, the backward: every gradient. */
+function modelGraph(nodes: StepNodes, graph: GraphMode): HeadOutputs {
   const { g, d, spec } = nodes;
   const vocab = spec.vocab_size;
   const embed = nodes.param('model.embed_tokens.weight', [vocab, d]);
@@ -154,7 +176,9 @@ function modelGraph(
   const tied = spec.tie_word_embeddings === true;
   const head = tied ? embed : nodes.param('lm_head.weight', [vocab, d]);
   const labels = nodes.op('Cast', ['labels'], { to: OnnxDataType.INT64 });
-  const out = lossHead(nodes, normF.h, head, labels, graph);
+  const out: HeadOutputs & { dHf?: string } = graph.logits
+    ? logitsHead(nodes, normF.h, head, graph)
+    : lossHead(nodes, normF.h, head, labels, graph);
   if (out.dHf === undefined) return out;
   const headGrad = nodes.grads.get(head)!;
   let dx = nodes.rmsBackward(normF, out.dHf);
@@ -185,7 +209,9 @@ function modelGraph(
  * `step`: `loss`, `grad_norm` (before clipping), with a GRPO head `logprobs` and `entropy`, then
  * `<name>.new`, `<name>.m.new`, `<name>.v.new`;
  * `grads`: `loss`, `logprobs`, `entropy` `[N]`, `<name>.grad`; `forward`: `logprobs`, `entropy`.
- * With a GRPO head (`grads`), `ort-grpo-head.ts`'s inputs replace `loss_weights`.
+ * With a GRPO head (`grads`), `ort-grpo-head.ts`'s inputs replace `loss_weights`. With `logits`:
+ * `forward` outputs `logits` `[N, V]`; `grads` takes `d_logits` `[N, V]` instead of the loss weights
+ * and outputs `loss` (0) and `<name>.grad`.
  * @internal
  */
 export function trainStepGraph(
@@ -198,15 +224,25 @@ export function trainStepGraph(
   const result = modelGraph(nodes, graph);
   let outputs: string[];
   let values: string[];
-  if (graph.mode === 'forward') {
+  if (graph.logits && graph.mode === 'step') {
+    throw new Error('trainStepGraph: a logits loss has forward and grads modes only');
+  }
+  if (graph.logits) {
+    const grads = nodes.params.map((p) => `${p.name}.grad`);
+    outputs = graph.mode === 'forward' ? ['logits'] : ['loss', ...grads];
+    values =
+      graph.mode === 'forward'
+        ? [result.logits!]
+        : [result.loss!, ...nodes.params.map((p) => nodes.grads.get(p.name)!)];
+  } else if (graph.mode === 'forward') {
     outputs = ['logprobs', 'entropy'];
-    values = [result.logprobs, result.entropy];
+    values = [result.logprobs!, result.entropy!];
   } else if (graph.mode === 'grads') {
     outputs = ['loss', 'logprobs', 'entropy', ...nodes.params.map((p) => `${p.name}.grad`)];
     values = [
       result.loss!,
-      result.logprobs,
-      result.entropy,
+      result.logprobs!,
+      result.entropy!,
       ...nodes.params.map((p) => nodes.grads.get(p.name)!),
     ];
   } else {
@@ -223,7 +259,7 @@ export function trainStepGraph(
     values = [
       result.loss!,
       gradNorm,
-      ...(graph.grpo ? [result.logprobs, result.entropy] : []),
+      ...(graph.grpo ? [result.logprobs!, result.entropy!] : []),
       ...updated,
     ];
   }
@@ -233,7 +269,7 @@ export function trainStepGraph(
   const { FLOAT } = OnnxDataType;
   const grpo = graph.mode === 'forward' ? undefined : graph.grpo;
   const weightInputs =
-    graph.mode === 'forward' ? [] : grpo ? grpoTokenInputs(grpo) : ['loss_weights'];
+    graph.mode === 'forward' || graph.logits ? [] : grpo ? grpoTokenInputs(grpo) : ['loss_weights'];
   if (graph.mode !== 'forward' && graph.entropy === true) weightInputs.push('entropy_weights');
   const scalarInputs = [
     'inv_temperature',
@@ -255,6 +291,9 @@ export function trainStepGraph(
         valueInfo('cos', FLOAT, ['B', 'T', 1, hd]),
         valueInfo('sin', FLOAT, ['B', 'T', 1, hd]),
         valueInfo('bias', FLOAT, ['B', 1, 1, 'TT']),
+        ...(graph.logits && graph.mode === 'grads'
+          ? [valueInfo('d_logits', FLOAT, ['N', nodes.spec.vocab_size])]
+          : []),
         ...nodes.params.flatMap((p) =>
           (stepOnly ? ['', '.m', '.v'] : ['']).map((suffix) =>
             valueInfo(`${p.name}${suffix}`, FLOAT, p.shape),

@@ -5,6 +5,8 @@ import {
   type GraphGrpoLoss,
   graphForward,
   graphGradients,
+  graphLogits,
+  graphLogitsGradients,
 } from '../backend/ort-train-step-kernel.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
@@ -191,6 +193,33 @@ export function backpropagate(
     });
     return new Map(Object.entries(grads));
   });
+}
+
+/**
+ * {@link backpropagate} for a loss on the raw logits given as data: `dLogitsOf` gets a
+ * micro-batch's logits `[B·T·V]` (temperature 1) and returns d loss / d logits of the same size.
+ * On a model with train-step graphs ({@link usesGraph}) each micro-batch is two graph runs (the
+ * logits, then forward + backward from d logits); else the tfjs forward and backward. @internal
+ */
+export function backpropagateLogits(
+  model: LlamaModel,
+  micro: MicroBatch[],
+  members: ReadonlySet<number>,
+  dLogitsOf: (
+    logits: Float32Array,
+    batch: TokenBatch,
+    local: { sequence: number; position: number }[],
+  ) => Float32Array,
+): Map<string, tf.Tensor> {
+  if (usesGraph(model)) {
+    return sumOverMicroBatches(micro, members, ({ batch }, local) => {
+      const dLogits = dLogitsOf(graphLogits(model.config, model.params, batch), batch, local);
+      return graphLogitsGradients(model.config, model.params, batch, dLogits);
+    });
+  }
+  return backpropagate(model, micro, members, (logits, batch, local) =>
+    tf.tensor2d(dLogitsOf(logits.dataSync() as Float32Array, batch, local), logits.shape),
+  );
 }
 
 /** The loss metrics an optimizer step accumulates over micro-batches. @internal */

@@ -1,8 +1,7 @@
 import { InvalidArgumentError, NonFiniteError, ShapeMismatchError } from '@rlvr/core';
-import * as tf from '@tensorflow/tfjs-core';
 import type { LlamaModel } from '../model/llama-model.js';
 import type { TokenBatch, TokenSequence } from './batch.js';
-import { backpropagate, type MicroBatch } from './gradient-engine.js';
+import { backpropagateLogits, type MicroBatch } from './gradient-engine.js';
 import { type Accumulated, emptySums } from './step-metrics.js';
 import type { LogitsLossContext, LogitsLossFunction, LogitsRow } from './trainer-types.js';
 
@@ -30,12 +29,12 @@ export function logitsGradients(
   const context: LogitsLossContext = { vocabSize, totalTokens, totalSequences: sequences.length };
   const members = new Set(sequences.map((_, index) => index));
   let loss = 0;
-  const grads = backpropagate(model, micro, members, (logits, batch, local) => {
+  const grads = backpropagateLogits(model, micro, members, (logits, batch, local) => {
     const { rows, slotOfRow } = rowsOf(logits, batch, local, sequences, vocabSize);
     const out = lossOf(rows, context);
     checkLossResult(out, rows.length, functionName);
     loss += out.loss;
-    return dLogitsTensor(out.dLogits, slotOfRow, batch, vocabSize, functionName);
+    return dLogitsArray(out.dLogits, slotOfRow, batch, vocabSize, functionName);
   });
   return {
     grads,
@@ -50,13 +49,12 @@ export function logitsGradients(
 
 /** A copy of the logits row of every completion token of the micro-batch. */
 function rowsOf(
-  logits: tf.Tensor2D,
+  data: Float32Array,
   batch: TokenBatch,
   local: { sequence: number; position: number }[],
   sequences: readonly TokenSequence[],
   vocabSize: number,
 ): { rows: LogitsRow[]; slotOfRow: number[] } {
-  const data = logits.dataSync() as Float32Array;
   const rowCount = local.reduce((sum, { position }) => sum + batch.slots[position]!.length, 0);
   const copy = new Float32Array(rowCount * vocabSize);
   const rows: LogitsRow[] = [];
@@ -109,14 +107,14 @@ function checkLossResult(
   }
 }
 
-/** The `[rows·T, vocab]` gradient tensor, zero outside completion positions. */
-function dLogitsTensor(
+/** The `[rows·T · vocab]` gradient, zero outside completion positions. */
+function dLogitsArray(
   dLogits: ReturnType<LogitsLossFunction>['dLogits'],
   slotOfRow: number[],
   batch: TokenBatch,
   vocabSize: number,
   functionName: string,
-): tf.Tensor2D {
+): Float32Array {
   const size = batch.input.batchSize * batch.input.seqLen;
   const gradient = new Float32Array(size * vocabSize);
   dLogits.forEach((row, r) => {
@@ -142,5 +140,5 @@ function dLogitsTensor(
       gradient[base + v] = value;
     }
   });
-  return tf.tensor2d(gradient, [size, vocabSize]);
+  return gradient;
 }
