@@ -286,19 +286,34 @@ const GRPO_CASES: GrpoCase[] = [
   },
 ];
 
+/** The small GQA config of the GRPO and logitsStep cases, with `extra` fields. */
+function smallConfig(extra: Record<string, unknown>) {
+  return parseLlamaConfig({
+    hidden_size: 32,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    intermediate_size: 40,
+    vocab_size: 19,
+    max_position_embeddings: 64,
+    ...extra,
+  });
+}
+
+/** Frees the trainers and models of a case. */
+function release(...pairs: { model: { dispose(): void }; policy: { dispose(): void } }[]) {
+  for (const { model, policy } of pairs) {
+    policy.dispose();
+    model.dispose();
+  }
+}
+
 describe('GRPO through the onnxruntime train-step graphs', () => {
   for (const c of GRPO_CASES) {
     it(`matches the tfjs grpoStep's metrics and weights (${c.name})`, async () => {
       await selectBackend();
-      const config = parseLlamaConfig({
-        hidden_size: 32,
-        num_hidden_layers: 2,
-        num_attention_heads: 4,
-        num_key_value_heads: 2,
-        intermediate_size: 40,
-        vocab_size: 19,
+      const config = smallConfig({
         tie_word_embeddings: c.tied ?? false,
-        max_position_embeddings: 64,
         ...biasFields(c.biases),
       });
       const checkpoint = createRandomCheckpoint(config, {
@@ -352,10 +367,7 @@ describe('GRPO through the onnxruntime train-step graphs', () => {
         expect(worstDifference(weightsOf(graph.model.toCheckpoint()), trained)).toBeLessThan(1e-3);
         expect(worstDifference(trained, weightsOf(checkpoint))).toBeGreaterThan(1e-2);
       } finally {
-        for (const { model, policy } of [reference, graph]) {
-          policy.dispose();
-          model.dispose();
-        }
+        release(reference, graph);
       }
     });
   }
@@ -364,16 +376,7 @@ describe('GRPO through the onnxruntime train-step graphs', () => {
 describe('logitsStep through the onnxruntime train-step graphs', () => {
   it("matches the tfjs logitsStep's loss, gradient norm and weights (forward KL to a teacher, Qwen2 biases, 2 micro-batches)", async () => {
     await selectBackend();
-    const config = parseLlamaConfig({
-      hidden_size: 32,
-      num_hidden_layers: 2,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      intermediate_size: 40,
-      vocab_size: 19,
-      model_type: 'qwen2',
-      max_position_embeddings: 64,
-    });
+    const config = smallConfig({ model_type: 'qwen2' });
     const checkpoint = createRandomCheckpoint(config, { seed: 9, std: 0.2, perturbStd: 0.2 });
     const batch = sequences(config.vocab_size);
     // a fixed teacher distribution per (sequence, token): token mean of KL(q ‖ softmax(logits))
@@ -415,10 +418,7 @@ describe('logitsStep through the onnxruntime train-step graphs', () => {
       expect(worstDifference(weightsOf(graph.model.toCheckpoint()), trained)).toBeLessThan(1e-3);
       expect(worstDifference(trained, weightsOf(checkpoint))).toBeGreaterThan(1e-2);
     } finally {
-      for (const { model, policy } of [reference, graph]) {
-        policy.dispose();
-        model.dispose();
-      }
+      release(reference, graph);
     }
   });
 });
