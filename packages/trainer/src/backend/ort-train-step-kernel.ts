@@ -25,12 +25,6 @@ const settingsByKey = new Map<
   { spec: TrainStepSpec; settings: StepSettings; graph: GraphMode }
 >();
 
-/** The vocabulary size: the rows of the embedding input. */
-function vocabOf(names: readonly string[], inputs: tf.NamedTensorInfoMap): number {
-  const embed = names.find((name) => name === 'model.embed_tokens.weight')!;
-  return inputs[embed]!.shape[0]!;
-}
-
 /** The outputs of a mode: name and shape, in the order the kernel returns them. */
 function outputsOf(
   graph: GraphMode,
@@ -38,14 +32,12 @@ function outputsOf(
   names: readonly string[],
 ): { name: string; shape: number[] }[] {
   const shapeOf = (name: string) => inputs[name]!.shape;
-  if (graph.logits) {
-    if (graph.mode === 'forward')
-      return [{ name: 'logits', shape: [...shapeOf('ids'), vocabOf(names, inputs)] }];
-    return [
-      { name: 'loss', shape: [] },
-      ...names.map((name) => ({ name: `${name}.grad`, shape: shapeOf(name) })),
-    ];
+  if (graph.logits && graph.mode === 'forward') {
+    // [N, vocab]: the embedding's rows are the vocabulary
+    const vocab = shapeOf('model.embed_tokens.weight')[0]!;
+    return [{ name: 'logits', shape: [...shapeOf('ids'), vocab] }];
   }
+  if (graph.logits) return names.map((name) => ({ name: `${name}.grad`, shape: shapeOf(name) }));
   if (graph.mode === 'forward') {
     return ['logprobs', 'entropy'].map((name) => ({ name, shape: shapeOf('ids') }));
   }
@@ -321,9 +313,7 @@ export function graphLogitsGradients(
   values.d_logits = { data: dLogits, dims: [n, config.vocab_size] };
   const graph: GraphMode = { mode: 'grads', logits: true };
   const outputs = runGraph(config, settingsOf(config, undefined, 0), graph, params, values);
-  outputs[0]!.dispose();
-  const names = [...params.keys()];
-  return new Map(names.map((name, index) => [name, outputs[index + 1]!]));
+  return new Map([...params.keys()].map((name, index) => [name, outputs[index]!]));
 }
 
 /** GRPO's loss inside the `grads` graph: the head and its inputs (see `ort-grpo-head.ts`). */

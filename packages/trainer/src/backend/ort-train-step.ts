@@ -48,7 +48,7 @@ export type GraphMode = {
   /**
    * A loss on the raw logits (`logitsStep`): `forward` returns the logits `[N, V]` (temperature 1)
    * instead of logprobs and entropies; `grads` takes d loss / d logits as the input `d_logits`
-   * `[N, V]` and returns `loss` 0 (the caller's loss is the value) and the gradients.
+   * `[N, V]` and returns the gradients only (the caller's loss is the value).
    */
   logits?: boolean;
   /** `grads` and `step`: the loss weights are GRPO's, computed in the graph (`ort-grpo-head.ts`). */
@@ -148,11 +148,11 @@ function logitsHead(
   hf: string,
   head: string,
   graph: GraphMode,
-): { logits: string; loss?: string; dHf?: string } {
+): { logits: string; dHf?: string } {
   const logits = nodes.linear(hf, head); // [N, V]
   if (graph.mode === 'forward') return { logits };
   nodes.grads.set(head, nodes.weightGrad('d_logits', hf, head));
-  return { logits, loss: nodes.g.float([0]), dHf: nodes.inputGrad('d_logits', head) };
+  return { logits, dHf: nodes.inputGrad('d_logits', head) };
 }
 
 /** What the forward's head gives the outputs: per-position stats, or the logits. */
@@ -211,7 +211,7 @@ function modelGraph(nodes: StepNodes, graph: GraphMode): HeadOutputs {
  * `grads`: `loss`, `logprobs`, `entropy` `[N]`, `<name>.grad`; `forward`: `logprobs`, `entropy`.
  * With a GRPO head (`grads`), `ort-grpo-head.ts`'s inputs replace `loss_weights`. With `logits`:
  * `forward` outputs `logits` `[N, V]`; `grads` takes `d_logits` `[N, V]` instead of the loss weights
- * and outputs `loss` (0) and `<name>.grad`.
+ * and outputs `<name>.grad` only.
  * @internal
  */
 export function trainStepGraph(
@@ -228,12 +228,9 @@ export function trainStepGraph(
     throw new Error('trainStepGraph: a logits loss has forward and grads modes only');
   }
   if (graph.logits) {
-    const grads = nodes.params.map((p) => `${p.name}.grad`);
-    outputs = graph.mode === 'forward' ? ['logits'] : ['loss', ...grads];
-    values =
-      graph.mode === 'forward'
-        ? [result.logits!]
-        : [result.loss!, ...nodes.params.map((p) => nodes.grads.get(p.name)!)];
+    const forward = graph.mode === 'forward';
+    outputs = forward ? ['logits'] : nodes.params.map((p) => `${p.name}.grad`);
+    values = forward ? [result.logits!] : nodes.params.map((p) => nodes.grads.get(p.name)!);
   } else if (graph.mode === 'forward') {
     outputs = ['logprobs', 'entropy'];
     values = [result.logprobs!, result.entropy!];

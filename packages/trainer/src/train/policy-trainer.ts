@@ -48,12 +48,16 @@ export type * from './trainer-types.js';
 const LAYOUT_KEYS = ['pack', 'rowLength'] as const;
 
 /** Internals of a {@link PolicyTrainer}, out of its published type. */
-const internals = new WeakMap<PolicyTrainer, TrainerInternals>();
+const internals = new WeakMap<PolicyTrainer, OptimizerSteps>();
 
-type TrainerInternals = StepState & { steps: OptimizerSteps };
-
-function inner(trainer: PolicyTrainer): TrainerInternals {
+/** The trainer's optimizer steps (they hold its optimizer, schedule and guard). */
+function stepsOf(trainer: PolicyTrainer): OptimizerSteps {
   return internals.get(trainer)!;
+}
+
+/** The state a trainer's steps share. */
+function inner(trainer: PolicyTrainer): StepState {
+  return stepsOf(trainer).state;
 }
 
 /**
@@ -86,7 +90,7 @@ export class PolicyTrainer {
       grpo: resolved.grpo,
       guard: new NonFiniteGuard(resolved.onNonFinite, resolved.maxConsecutiveSkips),
     };
-    internals.set(this, { ...state, steps: new OptimizerSteps(model, state) });
+    internals.set(this, new OptimizerSteps(model, state));
   }
 
   /** Optimizer steps taken so far. */
@@ -96,7 +100,7 @@ export class PolicyTrainer {
 
   /** The learning rate the next optimizer step will use. */
   get learningRate(): number {
-    return inner(this).steps.learningRate;
+    return stepsOf(this).learningRate;
   }
 
   /** Updates skipped so far because of non-finite values (with `onNonFinite: 'skip'`). */
@@ -183,7 +187,7 @@ export class PolicyTrainer {
       () => undefined,
       functionName,
     );
-    if (prepared === undefined) return { steps: [inner(this).steps.skipped(started)] };
+    if (prepared === undefined) return { steps: [stepsOf(this).skipped(started)] };
     const { count, miniBatchSize } = input;
     const steps: GrpoStepMetrics[] = [];
     for (let iteration = 0; iteration < input.numIterations; iteration++) {
@@ -194,14 +198,8 @@ export class PolicyTrainer {
         const holding = micro.filter(({ indices }) => indices.some((index) => members.has(index)));
         const fused = lossOf.graph?.head && holding.length === 1 && usesGraph(this.model);
         const metrics = fused
-          ? inner(this).steps.graphGrpoStep(
-              holding[0]!,
-              members,
-              prepared.mask,
-              lossOf,
-              functionName,
-            )
-          : inner(this).steps.optimizerStep(
+          ? stepsOf(this).graphGrpoStep(holding[0]!, members, prepared.mask, lossOf, functionName)
+          : stepsOf(this).optimizerStep(
               () =>
                 accumulateGradients(
                   this.model,
@@ -264,11 +262,11 @@ export class PolicyTrainer {
     };
     if (micro.length === 1 && usesGraph(this.model)) {
       return optimizerMetrics(
-        inner(this).steps.graphSftStep(micro[0]!.batch, tokenCount, functionName),
+        stepsOf(this).graphSftStep(micro[0]!.batch, tokenCount, functionName),
       );
     }
     return optimizerMetrics(
-      inner(this).steps.optimizerStep(
+      stepsOf(this).optimizerStep(
         () => accumulateGradients(this.model, micro, members, mask, crossEntropy),
         functionName,
       ),
@@ -318,7 +316,7 @@ export class PolicyTrainer {
     }
     const micro = this.layoutBatches(sequences, options, functionName);
     return optimizerMetrics(
-      inner(this).steps.optimizerStep(
+      stepsOf(this).optimizerStep(
         () => logitsGradients(this.model, micro, sequences, lossOf, functionName),
         functionName,
       ),
