@@ -9,6 +9,8 @@ export default defineConfig({
   },
   test: {
     include: ['src/**/*.test.ts', 'examples/**/*.test.ts'],
+    // a throw-away redis-server for the run unless RLVR_TEST_REDIS_URL names one
+    globalSetup: ['src/testing/redis-global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

@@ -17,6 +17,7 @@ import { createQueueSampler } from '../sampler/queue-sampler.js';
 import { createPerJobSampler } from '../sampler/run-job.js';
 import {
   freshQueue,
+  HAS_REDIS,
   REDIS_URL,
   saveTinyCheckpoint,
   spawnWorker,
@@ -86,7 +87,7 @@ async function train(sampler: Sampler) {
   }
 }
 
-describe('GRPO with a queue sampler and two worker processes', () => {
+describe.skipIf(!HAS_REDIS)('GRPO with a queue sampler and two worker processes', () => {
   it('learns exactly what the same run learns in one process (same seed)', async () => {
     const checkpoint = await loadCheckpoint(checkpointDir);
     const local = createPerJobSampler(await createOnnxSampler({ checkpoint, workers: 0 }));

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
 import type { RolloutJobData } from '../protocol.js';
 import { createQueueSampler } from '../sampler/queue-sampler.js';
-import { freshQueue, REDIS_URL, saveTinyCheckpoint } from '../testing/test-env.js';
+import { freshQueue, HAS_REDIS, REDIS_URL, saveTinyCheckpoint } from '../testing/test-env.js';
 import processRollout from '../worker/rollout-processor.js';
 import { WORKER_ENV } from '../worker/worker-env.js';
 
@@ -38,7 +38,7 @@ afterAll(async () => {
 
 const POISON = '4+4=';
 
-describe("GRPO with failedJobs: 'abort-group'", () => {
+describe.skipIf(!HAS_REDIS)("GRPO with failedJobs: 'abort-group'", () => {
   it('skips the prompt whose jobs keep failing, counts it, reports the reason, and trains on the rest', async () => {
     const queue = freshQueue('grpo-failed');
     const worker = new Worker<RolloutJobData>(

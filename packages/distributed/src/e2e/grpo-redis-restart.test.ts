@@ -19,6 +19,7 @@ import { createQueueSampler, type QueueSampler } from '../sampler/queue-sampler.
 import { createPerJobSampler } from '../sampler/run-job.js';
 import {
   freshQueue,
+  HAS_REDIS_SERVER,
   type RedisServer,
   redisServer,
   saveTinyCheckpoint,
@@ -198,7 +199,7 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-describe('a GRPO run on queue workers through a Redis restart', () => {
+describe.skipIf(!HAS_REDIS_SERVER)('a GRPO run on queue workers through a Redis restart', () => {
   it('continues when Redis comes back: same metrics and weights as an undisturbed run', async () => {
     expect(expected.metrics).toHaveLength(STEPS);
     const outputDir = join(root, 'continued');

@@ -8,7 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RolloutJobData, VerifyJobData, VerifyJobResult } from '../protocol.js';
 import { createQueueReward } from '../reward/queue-reward.js';
 import { createQueueSampler } from '../sampler/queue-sampler.js';
-import { freshQueue, type RedisServer, redisServer } from '../testing/test-env.js';
+import {
+  freshQueue,
+  HAS_REDIS_SERVER,
+  type RedisServer,
+  redisServer,
+} from '../testing/test-env.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -94,7 +99,7 @@ async function throughRestart(server: RedisServer) {
   }
 }
 
-describe('queue calls through a Redis restart', () => {
+describe.skipIf(!HAS_REDIS_SERVER)('queue calls through a Redis restart', () => {
   it('without persistence: the jobs Redis lost are added again and the calls resolve in full', async () => {
     const server = await redisServer();
     await server.start();

@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueUnavailableError } from '../errors/queue-unavailable-error.js';
 import { policyKey } from '../protocol.js';
 import { createQueueSampler } from '../sampler/queue-sampler.js';
-import { freshQueue, REDIS_URL, redisServer } from '../testing/test-env.js';
+import {
+  freshQueue,
+  HAS_REDIS,
+  HAS_REDIS_SERVER,
+  REDIS_URL,
+  redisServer,
+} from '../testing/test-env.js';
 import { connectRedis } from './connection.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -56,7 +62,7 @@ afterAll(() => {
   evicting.kill('SIGKILL');
 });
 
-describe('connectRedis', () => {
+describe.skipIf(!(HAS_REDIS && HAS_REDIS_SERVER))('connectRedis', () => {
   it('connects to a noeviction Redis', async () => {
     const connection = await connectRedis(REDIS_URL, 'worker');
     expect(await connection.ping()).toBe('PONG');

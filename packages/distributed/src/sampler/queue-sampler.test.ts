@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
 import { policyKey, type RolloutJobData } from '../protocol.js';
-import { freshQueue, REDIS_URL } from '../testing/test-env.js';
+import { freshQueue, HAS_REDIS, REDIS_URL } from '../testing/test-env.js';
 import { createQueueSampler } from './queue-sampler.js';
 
 let root: string;
@@ -43,7 +43,7 @@ function echoWorker(queue: string, processed: string[], fail?: string) {
   );
 }
 
-describe('createQueueSampler', () => {
+describe.skipIf(!HAS_REDIS)('createQueueSampler', () => {
   it('is a core Sampler and rejects unknown options by name', async () => {
     const sampler = await createQueueSampler({ redis: REDIS_URL, queue: freshQueue('shape') });
     try {

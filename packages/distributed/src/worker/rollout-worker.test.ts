@@ -13,6 +13,7 @@ import { createQueueSampler } from '../sampler/queue-sampler.js';
 import { createPerJobSampler } from '../sampler/run-job.js';
 import {
   freshQueue,
+  HAS_REDIS,
   REDIS_URL,
   saveTinyCheckpoint,
   spawnWorker,
@@ -83,7 +84,7 @@ const REQUEST = {
   seed: 11,
 };
 
-describe('rlvr-worker rollout', () => {
+describe.skipIf(!HAS_REDIS)('rlvr-worker rollout', () => {
   it('two worker processes sample exactly what the same engine samples in-process, before and after a weight update', async () => {
     const queue = await sharedQueue();
     const sampler = await createQueueSampler({ redis: REDIS_URL, queue, weights: weightsDir });

@@ -6,7 +6,13 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueJobFailedError } from '../errors/queue-job-failed-error.js';
 import { createQueueReward } from '../reward/queue-reward.js';
-import { freshQueue, REDIS_URL, spawnWorker, type WorkerProcess } from '../testing/test-env.js';
+import {
+  freshQueue,
+  HAS_REDIS,
+  REDIS_URL,
+  spawnWorker,
+  type WorkerProcess,
+} from '../testing/test-env.js';
 
 // The user's rewards module: what `rlvr-worker verify --rewards FILE` loads.
 const REWARDS = `
@@ -46,7 +52,7 @@ async function start(queue: string, ...extra: string[]) {
   return worker;
 }
 
-describe('rlvr-worker verify + createQueueReward', () => {
+describe.skipIf(!HAS_REDIS)('rlvr-worker verify + createQueueReward', () => {
   it('scores through the workers; the same input is one job; failures name the reason', async () => {
     const queue = freshQueue('verify');
     await start(queue);
