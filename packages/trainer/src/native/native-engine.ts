@@ -1,0 +1,509 @@
+/**
+ * The native engine's forward and backward over a whole model: the embedding (a row gather, and
+ * a scatter-add backward, in JS), one onnxruntime session run per layer (`layer-graph.ts`: the
+ * same sessions for every layer of a shape), the final norm, and the LM head one vocabulary chunk
+ * at a time on the loss positions only (`head-graph.ts`). Activations are kept per layer as the
+ * layer's input (recomputed in the backward: checkpointing) or as the layer's cache tensors.
+ * Weights and gradients are {@link SlotBuffers} (native memory, Hugging Face layout).
+ * @internal
+ */
+import type { LlamaConfig } from '@rlvr/model';
+import { attentionBias } from '../model/prepared-input.js';
+import { ropeTables } from '../model/rope.js';
+import type { TokenBatch } from '../train/batch.js';
+import { type HeadGraphMode, headGraph } from './head-graph.js';
+import {
+  LAYER_CACHE,
+  type LayerGraphMode,
+  type LayerSpec,
+  layerGraph,
+  layerParamNames,
+  layerParamShapes,
+} from './layer-graph.js';
+import type { Feed, SessionCache } from './ort-runtime.js';
+import { layerSlot, layerSpecOf, type Slot, SlotBuffers, storeSlots } from './param-store.js';
+
+/** How a forward keeps what its backward needs. @internal */
+export type Keep = 'none' | 'recompute' | 'cache';
+
+/** A forward pass's saved state. @internal */
+export type ForwardState = {
+  batch: TokenBatch;
+  /** RoPE tables and attention bias of the batch. */
+  tables: Record<'cos' | 'sin' | 'bias', Feed>;
+  /** Per layer: its input (recompute) and, with `cache`, its cache tensors. */
+  layers: { x: Float32Array; cache?: Record<string, Float32Array> }[];
+  /** The last layer's output `[N, d]`. */
+  last: Float32Array;
+  /** Loss positions (flat `B·T` indices, sorted by sequence then token) and their final-norm output. */
+  positions: Int32Array;
+  hidden: Float32Array;
+};
+
+/** Per-position values of the head on the loss positions of a forward. @internal */
+export type HeadStats = { logprobs: Float32Array; entropy: Float32Array; lse: Float32Array };
+
+/** What a backward takes per loss position (aligned with `ForwardState.positions`). @internal */
+export type HeadWeights = {
+  temperature: number;
+  /** −d loss / d logprob. */
+  lossWeights: Float32Array;
+  /** d loss / d entropy (with `entropy`, the forward's entropies at the same positions). */
+  entropyWeights?: Float32Array;
+  stats: HeadStats;
+};
+
+/** Target elements of one logits-sized tensor of a head chunk (`tokens × Vc`). */
+const CHUNK_ELEMENTS = 8 * 1024 * 1024;
+
+/**
+ * A model on the native engine: its config, slots, sessions and weights. The weights may be
+ * swapped (`weights`), e.g. for a frozen reference of the same shape.
+ * @internal
+ */
+export class NativeEngine {
+  readonly spec: LayerSpec;
+  readonly slots: Slot[];
+  readonly layerNames: string[];
+  private readonly layerShapes: Map<string, number[]>;
+
+  private readonly chunkElements: number;
+
+  constructor(
+    readonly config: LlamaConfig,
+    readonly sessions: SessionCache,
+    options: { chunkElements?: number } = {},
+  ) {
+    this.chunkElements = options.chunkElements ?? CHUNK_ELEMENTS;
+    this.spec = layerSpecOf(config);
+    this.slots = storeSlots(config);
+    this.layerNames = layerParamNames(this.spec);
+    this.layerShapes = layerParamShapes(this.spec);
+  }
+
+  /** The slot holding the LM head's rows (the embedding when tied). */
+  get headSlot(): string {
+    return this.config.tie_word_embeddings ? 'embed' : 'head';
+  }
+
+  private runLayer(
+    mode: LayerGraphMode,
+    feeds: Record<string, Feed>,
+    outputs: readonly string[],
+  ): Record<string, Float32Array> {
+    const key = `layer|${JSON.stringify(this.spec)}|${JSON.stringify(mode)}`;
+    return this.sessions.run(key, () => layerGraph(this.spec, mode).model, feeds, outputs);
+  }
+
+  private runHead(mode: HeadGraphMode, feeds: Record<string, Feed>, outputs: readonly string[]) {
+    const key = `head|${this.config.hidden_size}|${JSON.stringify(mode)}`;
+    return this.sessions.run(
+      key,
+      () => headGraph(this.config.hidden_size, mode).model,
+      feeds,
+      outputs,
+    );
+  }
+
+  /** The feeds of layer `layer`'s tensors from `weights`. */
+  private layerFeeds(weights: SlotBuffers, layer: number): Record<string, Feed> {
+    const feeds: Record<string, Feed> = {};
+    for (const name of this.layerNames) {
+      feeds[name] = {
+        data: weights.get(layerSlot(layer, name)),
+        dims: this.layerShapes.get(name)!,
+      };
+    }
+    return feeds;
+  }
+
+  /**
+   * The forward of `batch` on `weights` up to the final norm's output at the loss positions
+   * (`positions`: default every completion position of `batch.slots`), keeping what `keep` says.
+   */
+  forward(
+    batch: TokenBatch,
+    weights: SlotBuffers,
+    keep: Keep,
+    positions: Int32Array = lossPositions(batch),
+  ): ForwardState {
+    const { batchSize: b, seqLen: t, ids, positions: pos } = batch.input;
+    const d = this.config.hidden_size;
+    const n = b * t;
+    const hd = this.spec.headDim;
+    const rope = ropeTables(pos, hd, this.config.rope_theta);
+    const tables = {
+      cos: { data: rope.cos, dims: [b, t, 1, hd] },
+      sin: { data: rope.sin, dims: [b, t, 1, hd] },
+      bias: { data: attentionBias(batch.input), dims: [b, 1, 1, t * t] },
+    };
+    const embed = weights.get('embed');
+    let x = new Float32Array(n * d);
+    for (let token = 0; token < n; token++) {
+      const id = ids[token]!;
+      x.set(embed.subarray(id * d, id * d + d), token * d);
+    }
+    const layers: ForwardState['layers'] = [];
+    const cached = keep === 'cache';
+    const mode: LayerGraphMode = { kind: cached ? 'forward-cache' : 'forward' };
+    const outputs = cached ? ['out', ...LAYER_CACHE] : ['out'];
+    for (let layer = 0; layer < this.config.num_hidden_layers; layer++) {
+      const feeds = { x: { data: x, dims: [n, d] }, ...tables, ...this.layerFeeds(weights, layer) };
+      const out = this.runLayer(mode, feeds, outputs);
+      if (keep !== 'none') {
+        const entry: ForwardState['layers'][number] = { x };
+        if (cached) entry.cache = Object.fromEntries(LAYER_CACHE.map((name) => [name, out[name]!]));
+        layers.push(entry);
+      }
+      x = out.out!;
+    }
+    const selected = gatherRows(x, positions, d);
+    const normMode: HeadGraphMode = {
+      kind: 'final-norm',
+      backward: false,
+      eps: this.spec.rmsNormEps,
+    };
+    const { h } = this.runHead(
+      normMode,
+      {
+        x: { data: selected, dims: [positions.length, d] },
+        ln: { data: weights.get('norm'), dims: [d] },
+      },
+      ['h'],
+    );
+    return { batch, tables, layers, last: x, positions, hidden: h! };
+  }
+
+  /** The vocabulary chunks `[offset, end)` for `tokens` rows. */
+  private chunks(tokens: number): [number, number][] {
+    const vocab = this.config.vocab_size;
+    const size = Math.max(
+      Math.min(256, vocab),
+      Math.min(vocab, Math.floor(this.chunkElements / Math.max(tokens, 1))),
+    );
+    const out: [number, number][] = [];
+    for (let offset = 0; offset < vocab; offset += size)
+      out.push([offset, Math.min(vocab, offset + size)]);
+    return out;
+  }
+
+  /** The head weight's rows `[offset, end)` as a feed (a view). */
+  private headRows(weights: SlotBuffers, offset: number, end: number): Feed {
+    const d = this.config.hidden_size;
+    return {
+      data: weights.get(this.headSlot).subarray(offset * d, end * d),
+      dims: [end - offset, d],
+    };
+  }
+
+  /**
+   * Logprobs of the targets, entropies and log-normalizers of `softmax(logits / temperature)` at
+   * the loss positions of `state` (the chunks combined in float64).
+   */
+  stats(state: ForwardState, weights: SlotBuffers, temperature: number): HeadStats {
+    const m = state.positions.length;
+    const d = this.config.hidden_size;
+    const labels = targetsAt(state);
+    const max = new Float64Array(m).fill(-Infinity);
+    const sum = new Float64Array(m);
+    const weighted = new Float64Array(m);
+    const picked = new Float64Array(m);
+    const h = { data: state.hidden, dims: [m, d] };
+    const invT = { data: Float32Array.of(1 / temperature), dims: [] };
+    for (const [offset, end] of this.chunks(m)) {
+      const width = end - offset;
+      const pick = new Float32Array(m);
+      const inside = new Float32Array(m);
+      for (let i = 0; i < m; i++) {
+        const local = labels[i]! - offset;
+        if (local >= 0 && local < width) {
+          pick[i] = local;
+          inside[i] = 1;
+        }
+      }
+      const out = this.runHead(
+        { kind: 'stats' },
+        {
+          h,
+          w: this.headRows(weights, offset, end),
+          inv_t: invT,
+          pick: { data: pick, dims: [m] },
+          inside: { data: inside, dims: [m] },
+        },
+        ['m', 's', 't', 'picked'],
+      );
+      for (let i = 0; i < m; i++) {
+        const cm = out.m![i]!;
+        if (inside[i] === 1) picked[i] = out.picked![i]!;
+        // rescale the running sums to the larger max
+        if (cm > max[i]!) {
+          const scale = Math.exp(max[i]! - cm);
+          sum[i] = sum[i]! * scale + out.s![i]!;
+          weighted[i] = weighted[i]! * scale + out.t![i]!;
+          max[i] = cm;
+        } else {
+          const scale = Math.exp(cm - max[i]!);
+          sum[i] = sum[i]! + out.s![i]! * scale;
+          weighted[i] = weighted[i]! + out.t![i]! * scale;
+        }
+      }
+    }
+    const logprobs = new Float32Array(m);
+    const entropy = new Float32Array(m);
+    const lse = new Float32Array(m);
+    for (let i = 0; i < m; i++) {
+      const normalizer = max[i]! + Math.log(sum[i]!);
+      lse[i] = normalizer;
+      logprobs[i] = picked[i]! - normalizer;
+      entropy[i] = normalizer - weighted[i]! / sum[i]!;
+    }
+    return { logprobs, entropy, lse };
+  }
+
+  /**
+   * Back-propagates the per-position head weights through the model and adds every slot's
+   * gradient into `grads` (created, zero, when undefined); returns it.
+   */
+  backward(
+    state: ForwardState,
+    weights: SlotBuffers,
+    head: HeadWeights,
+    grads: SlotBuffers | undefined,
+  ): SlotBuffers {
+    const m = state.positions.length;
+    const labels = targetsAt(state);
+    const entropy = head.entropyWeights !== undefined;
+    const feedsOf = (offset: number, width: number): Record<string, Feed> => {
+      const hot = new Float32Array(m);
+      for (let i = 0; i < m; i++) {
+        const local = labels[i]! - offset;
+        hot[i] = local >= 0 && local < width ? local : width;
+      }
+      const feeds: Record<string, Feed> = {
+        inv_t: { data: Float32Array.of(1 / head.temperature), dims: [] },
+        lse: { data: head.stats.lse, dims: [m] },
+        loss_w: { data: head.lossWeights, dims: [m] },
+        hot: { data: hot, dims: [m] },
+      };
+      if (entropy) {
+        feeds.ent_w = { data: head.entropyWeights!, dims: [m] };
+        feeds.entropy = { data: head.stats.entropy, dims: [m] };
+      }
+      return feeds;
+    };
+    return this.backwardFromHead(state, weights, grads, (offset, width, accumulate) => ({
+      mode: { kind: 'grads', entropy, accumulate },
+      feeds: feedsOf(offset, width),
+    }));
+  }
+
+  /** The raw logits `[M, V]` (temperature 1) at the loss positions of `state`. */
+  logits(state: ForwardState, weights: SlotBuffers): Float32Array {
+    const m = state.positions.length;
+    const d = this.config.hidden_size;
+    const vocab = this.config.vocab_size;
+    const out = new Float32Array(m * vocab);
+    for (const [offset, end] of this.chunks(m)) {
+      const width = end - offset;
+      const { logits } = this.runHead(
+        { kind: 'logits' },
+        { h: { data: state.hidden, dims: [m, d] }, w: this.headRows(weights, offset, end) },
+        ['logits'],
+      );
+      for (let i = 0; i < m; i++) {
+        out.set(logits!.subarray(i * width, (i + 1) * width), i * vocab + offset);
+      }
+    }
+    return out;
+  }
+
+  /** {@link NativeEngine.backward} from a given d loss / d logits `[M, V]` (raw logits). */
+  backwardLogits(
+    state: ForwardState,
+    weights: SlotBuffers,
+    dLogits: Float32Array,
+    grads: SlotBuffers | undefined,
+  ): SlotBuffers {
+    const m = state.positions.length;
+    const vocab = this.config.vocab_size;
+    return this.backwardFromHead(state, weights, grads, (offset, width, accumulate) => {
+      const chunk = new Float32Array(m * width);
+      for (let i = 0; i < m; i++) {
+        chunk.set(dLogits.subarray(i * vocab + offset, i * vocab + offset + width), i * width);
+      }
+      return {
+        mode: { kind: 'dlogits', accumulate },
+        feeds: { d_logits: { data: chunk, dims: [m, width] } },
+      };
+    });
+  }
+
+  /** The head chunks' backward (`chunkOf` gives each chunk's graph and extra feeds), then the rest. */
+  private backwardFromHead(
+    state: ForwardState,
+    weights: SlotBuffers,
+    grads: SlotBuffers | undefined,
+    chunkOf: (
+      offset: number,
+      width: number,
+      accumulate: boolean,
+    ) => { mode: HeadGraphMode; feeds: Record<string, Feed> },
+  ): SlotBuffers {
+    const out = grads ?? new SlotBuffers(this.slots, new Map());
+    const m = state.positions.length;
+    const d = this.config.hidden_size;
+    const headGrad = slotGrad(out, this.slots, this.headSlot);
+    let dh: Float32Array | undefined;
+    for (const [offset, end] of this.chunks(m)) {
+      const { mode, feeds } = chunkOf(offset, end - offset, dh !== undefined);
+      const result = this.runHead(
+        mode,
+        {
+          h: { data: state.hidden, dims: [m, d] },
+          w: this.headRows(weights, offset, end),
+          ...feeds,
+          ...(dh ? { acc_dh: { data: dh, dims: [m, d] } } : {}),
+        },
+        ['g_w', 'dh'],
+      );
+      addInto(headGrad, result.g_w!, offset * d);
+      dh = result.dh!;
+    }
+    // the final norm's backward on the loss positions, then scattered into [N, d]
+    const selected = gatherRows(state.last, state.positions, d);
+    const norm = this.runHead(
+      { kind: 'final-norm', backward: true, eps: this.spec.rmsNormEps },
+      {
+        x: { data: selected, dims: [m, d] },
+        ln: { data: weights.get('norm'), dims: [d] },
+        d_h: { data: dh!, dims: [m, d] },
+      },
+      ['dx', 'g_ln'],
+    );
+    addInto(slotGrad(out, this.slots, 'norm'), norm.g_ln!, 0);
+    const { batchSize: b, seqLen: t } = state.batch.input;
+    const n = b * t;
+    let dx = new Float32Array(n * d);
+    scatterRows(dx, norm.dx!, state.positions, d);
+    for (let layer = this.config.num_hidden_layers - 1; layer >= 0; layer--) {
+      dx = this.layerBackward(state, weights, layer, dx, out);
+    }
+    // the embedding's gradient: a scatter-add of d x over the token ids (in order: deterministic)
+    const embedGrad = slotGrad(out, this.slots, 'embed');
+    const ids = state.batch.input.ids;
+    for (let token = 0; token < n; token++) {
+      const row = ids[token]! * d;
+      const source = token * d;
+      for (let j = 0; j < d; j++) embedGrad[row + j]! += dx[source + j]!;
+    }
+    return out;
+  }
+
+  /** One layer's backward: d of its input; its gradients added into `grads`. */
+  private layerBackward(
+    state: ForwardState,
+    weights: SlotBuffers,
+    layer: number,
+    dOut: Float32Array,
+    grads: SlotBuffers,
+  ): Float32Array {
+    const saved = state.layers[layer]!;
+    const n = saved.x.length / this.config.hidden_size;
+    const d = this.config.hidden_size;
+    const accumulate = grads.buffers.has(layerSlot(layer, this.layerNames[0]!));
+    const mode: LayerGraphMode = {
+      kind: 'backward',
+      recompute: saved.cache === undefined,
+      accumulate,
+    };
+    const feeds: Record<string, Feed> = {
+      x: { data: saved.x, dims: [n, d] },
+      d_out: { data: dOut, dims: [n, d] },
+      ...state.tables,
+      ...this.layerFeeds(weights, layer),
+    };
+    if (saved.cache) {
+      const dims = cacheShapes(this.spec, state.batch);
+      for (const name of LAYER_CACHE) feeds[name] = { data: saved.cache[name]!, dims: dims[name] };
+    }
+    if (accumulate) {
+      for (const name of this.layerNames) {
+        feeds[`acc_${name}`] = {
+          data: grads.get(layerSlot(layer, name)),
+          dims: this.layerShapes.get(name)!,
+        };
+      }
+    }
+    const outputs = ['dx', ...this.layerNames.map((name) => `g_${name}`)];
+    const out = this.runLayer(mode, feeds, outputs);
+    for (const name of this.layerNames)
+      grads.buffers.set(layerSlot(layer, name), out[`g_${name}`]!);
+    return out.dx!;
+  }
+}
+
+/** The cache tensors' shapes of a batch. */
+function cacheShapes(spec: LayerSpec, batch: TokenBatch): Record<string, number[]> {
+  const { batchSize: b, seqLen: t } = batch.input;
+  const n = b * t;
+  const g = spec.heads / spec.kvHeads;
+  const hd = spec.headDim;
+  return {
+    x2: [n, spec.hidden],
+    q: [b, spec.kvHeads, g * t, hd],
+    k: [b, spec.kvHeads, t, hd],
+    v: [b, spec.kvHeads, t, hd],
+    p: [b, spec.kvHeads, g * t, t],
+    o: [n, spec.heads * hd],
+    gate: [n, spec.ffn],
+    up: [n, spec.ffn],
+  };
+}
+
+/** Every completion position of a batch (sequence order, then token order). @internal */
+export function lossPositions(batch: TokenBatch): Int32Array {
+  const total = batch.slots.reduce((sum, slots) => sum + slots.length, 0);
+  const out = new Int32Array(total);
+  let index = 0;
+  for (const slots of batch.slots) {
+    out.set(slots, index);
+    index += slots.length;
+  }
+  return out;
+}
+
+/** The targets at a forward's loss positions. */
+function targetsAt(state: ForwardState): Int32Array {
+  return Int32Array.from(state.positions, (position) => state.batch.targets[position]!);
+}
+
+function gatherRows(x: Float32Array, positions: Int32Array, d: number): Float32Array {
+  const out = new Float32Array(positions.length * d);
+  positions.forEach((position, i) => {
+    out.set(x.subarray(position * d, position * d + d), i * d);
+  });
+  return out;
+}
+
+function scatterRows(target: Float32Array, rows: Float32Array, positions: Int32Array, d: number) {
+  positions.forEach((position, i) => {
+    const base = position * d;
+    for (let j = 0; j < d; j++) target[base + j]! += rows[i * d + j]!;
+  });
+}
+
+/** The gradient buffer of slot `key` in `grads` (zero-filled when absent). */
+function slotGrad(grads: SlotBuffers, slots: readonly Slot[], key: string): Float32Array {
+  let buffer = grads.buffers.get(key);
+  if (buffer === undefined) {
+    buffer = new Float32Array(slots.find((slot) => slot.key === key)!.size);
+    grads.buffers.set(key, buffer);
+  }
+  return buffer;
+}
+
+function addInto(target: Float32Array, values: Float32Array, offset: number): void {
+  for (let i = 0; i < values.length; i++) target[offset + i]! += values[i]!;
+}
+
+export { storeSlots };
