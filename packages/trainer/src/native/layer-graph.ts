@@ -9,7 +9,7 @@
  * @internal
  */
 import { OnnxDataType, valueInfo } from '@rlvr/model';
-import { GraphNodes } from './graph-nodes.js';
+import { GraphNodes, type NormValues } from './graph-nodes.js';
 
 /** The shape of a decoder layer. @internal */
 export type LayerSpec = {
@@ -79,8 +79,8 @@ type Forward = {
   cache: Record<(typeof LAYER_CACHE)[number], string>;
   h1: string;
   h2: string;
-  norm1: { xhat: string; r: string };
-  norm2: { xhat: string; r: string };
+  norm1: NormValues;
+  norm2: NormValues;
   sig: string;
   silu: string;
   act: string;

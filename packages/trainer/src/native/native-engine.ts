@@ -138,7 +138,7 @@ export class NativeEngine {
       bias: { data: attentionBias(batch.input), dims: [b, 1, 1, t * t] },
     };
     const embed = weights.get('embed');
-    let x = new Float32Array(n * d);
+    let x: Float32Array = new Float32Array(n * d);
     for (let token = 0; token < n; token++) {
       const id = ids[token]!;
       x.set(embed.subarray(id * d, id * d + d), token * d);
@@ -383,7 +383,7 @@ export class NativeEngine {
     addInto(slotGrad(out, this.slots, 'norm'), norm.g_ln!, 0);
     const { batchSize: b, seqLen: t } = state.batch.input;
     const n = b * t;
-    let dx = new Float32Array(n * d);
+    let dx: Float32Array = new Float32Array(n * d);
     scatterRows(dx, norm.dx!, state.positions, d);
     for (let layer = this.config.num_hidden_layers - 1; layer >= 0; layer--) {
       dx = this.layerBackward(state, weights, layer, dx, out);
