@@ -424,7 +424,7 @@ export class NativeEngine {
     };
     if (saved.cache) {
       const dims = cacheShapes(this.spec, state.batch);
-      for (const name of LAYER_CACHE) feeds[name] = { data: saved.cache[name]!, dims: dims[name] };
+      for (const name of LAYER_CACHE) feeds[name] = { data: saved.cache[name]!, dims: dims[name]! };
     }
     if (accumulate) {
       for (const name of this.layerNames) {
