@@ -8,7 +8,7 @@ import { createLlamaModel } from '../model/llama-model.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
 import { buildTokenBatch, type TokenSequence } from '../train/batch.js';
 import { backpropagate } from '../train/gradient-engine.js';
-import { lossPositions, NativeEngine } from './native-engine.js';
+import { ArrayGradSink, lossPositions, NativeEngine } from './native-engine.js';
 import { loadOrtRuntime, SessionCache } from './ort-runtime.js';
 import { SlotBuffers } from './param-store.js';
 
@@ -111,13 +111,14 @@ describe('NativeEngine (onnxruntime, weights in native memory)', () => {
           expect(stats.entropy[i]).toBeCloseTo(enRef![position]!, 4);
         });
         const stats1 = engine.stats(state, weights, 1);
-        const grads = engine.backward(
+        const grads = new ArrayGradSink(engine.slots);
+        engine.backward(
           state,
           weights,
           { temperature: 1, lossWeights: new Float32Array(tokens).fill(1 / tokens), stats: stats1 },
-          undefined,
+          grads,
         );
-        const got = new Map(grads.toNamedTensors().map((t) => [t.name, t.data]));
+        const got = new Map(grads.grads.toNamedTensors().map((t) => [t.name, t.data]));
         expect([...got.keys()].sort()).toEqual([...expected.keys()].sort());
         for (const [name, want] of expected) {
           const have = got.get(name)!;

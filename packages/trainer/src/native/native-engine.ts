@@ -53,6 +53,40 @@ export type HeadWeights = {
   stats: HeadStats;
 };
 
+/**
+ * Where a backward writes gradients, by slot: set a slot's gradient, or add into it (zeroed on
+ * first use in a step); `grads` gives the current values (the layers' accumulation inputs).
+ * {@link TrainStore} is one. @internal
+ */
+export type GradSink = {
+  readonly grads: SlotBuffers;
+  hasGrad(key: string): boolean;
+  setGrad(key: string, values: Float32Array): void;
+  gradToAdd(key: string): Float32Array;
+};
+
+/** A {@link GradSink} of plain arrays (tests, and gradients kept apart from a store). @internal */
+export class ArrayGradSink implements GradSink {
+  readonly grads: SlotBuffers;
+  private readonly written = new Set<string>();
+  constructor(slots: readonly Slot[]) {
+    this.grads = new SlotBuffers(slots);
+  }
+  hasGrad(key: string): boolean {
+    return this.written.has(key);
+  }
+  setGrad(key: string, values: Float32Array): void {
+    this.grads.get(key).set(values);
+    this.written.add(key);
+  }
+  gradToAdd(key: string): Float32Array {
+    const grad = this.grads.get(key);
+    if (!this.written.has(key)) grad.fill(0);
+    this.written.add(key);
+    return grad;
+  }
+}
+
 /** Target elements of one logits-sized tensor of a head chunk (`tokens × Vc`). */
 const CHUNK_ELEMENTS = 8 * 1024 * 1024;
 
@@ -264,12 +298,7 @@ export class NativeEngine {
    * Back-propagates the per-position head weights through the model and adds every slot's
    * gradient into `grads` (created, zero, when undefined); returns it.
    */
-  backward(
-    state: ForwardState,
-    weights: SlotBuffers,
-    head: HeadWeights,
-    grads: SlotBuffers | undefined,
-  ): SlotBuffers {
+  backward(state: ForwardState, weights: SlotBuffers, head: HeadWeights, sink: GradSink): void {
     const m = state.positions.length;
     const labels = targetsAt(state);
     const entropy = head.entropyWeights !== undefined;
@@ -291,7 +320,7 @@ export class NativeEngine {
       }
       return feeds;
     };
-    return this.backwardFromHead(state, weights, grads, (offset, width, accumulate) => ({
+    this.backwardFromHead(state, weights, sink, (offset, width, accumulate) => ({
       mode: { kind: 'grads', entropy, accumulate },
       feeds: feedsOf(offset, width),
     }));
@@ -322,11 +351,11 @@ export class NativeEngine {
     state: ForwardState,
     weights: SlotBuffers,
     dLogits: Float32Array,
-    grads: SlotBuffers | undefined,
-  ): SlotBuffers {
+    sink: GradSink,
+  ): void {
     const m = state.positions.length;
     const vocab = this.config.vocab_size;
-    return this.backwardFromHead(state, weights, grads, (offset, width, accumulate) => {
+    this.backwardFromHead(state, weights, sink, (offset, width, accumulate) => {
       const chunk = new Float32Array(m * width);
       for (let i = 0; i < m; i++) {
         chunk.set(dLogits.subarray(i * vocab + offset, i * vocab + offset + width), i * width);
@@ -342,17 +371,16 @@ export class NativeEngine {
   private backwardFromHead(
     state: ForwardState,
     weights: SlotBuffers,
-    grads: SlotBuffers | undefined,
+    sink: GradSink,
     chunkOf: (
       offset: number,
       width: number,
       accumulate: boolean,
     ) => { mode: HeadGraphMode; feeds: Record<string, Feed> },
-  ): SlotBuffers {
-    const out = grads ?? new SlotBuffers(this.slots, new Map());
+  ): void {
     const m = state.positions.length;
     const d = this.config.hidden_size;
-    const headGrad = slotGrad(out, this.slots, this.headSlot);
+    const headGrad = sink.gradToAdd(this.headSlot);
     let dh: Float32Array | undefined;
     for (const [offset, end] of this.chunks(m)) {
       const { mode, feeds } = chunkOf(offset, end - offset, dh !== undefined);
@@ -380,23 +408,22 @@ export class NativeEngine {
       },
       ['dx', 'g_ln'],
     );
-    addInto(slotGrad(out, this.slots, 'norm'), norm.g_ln!, 0);
+    addInto(sink.gradToAdd('norm'), norm.g_ln!, 0);
     const { batchSize: b, seqLen: t } = state.batch.input;
     const n = b * t;
     let dx: Float32Array = new Float32Array(n * d);
     scatterRows(dx, norm.dx!, state.positions, d);
     for (let layer = this.config.num_hidden_layers - 1; layer >= 0; layer--) {
-      dx = this.layerBackward(state, weights, layer, dx, out);
+      dx = this.layerBackward(state, weights, layer, dx, sink);
     }
     // the embedding's gradient: a scatter-add of d x over the token ids (in order: deterministic)
-    const embedGrad = slotGrad(out, this.slots, 'embed');
+    const embedGrad = sink.gradToAdd('embed');
     const ids = state.batch.input.ids;
     for (let token = 0; token < n; token++) {
       const row = ids[token]! * d;
       const source = token * d;
       for (let j = 0; j < d; j++) embedGrad[row + j]! += dx[source + j]!;
     }
-    return out;
   }
 
   /** One layer's backward: d of its input; its gradients added into `grads`. */
@@ -405,12 +432,12 @@ export class NativeEngine {
     weights: SlotBuffers,
     layer: number,
     dOut: Float32Array,
-    grads: SlotBuffers,
+    sink: GradSink,
   ): Float32Array {
     const saved = state.layers[layer]!;
     const n = saved.x.length / this.config.hidden_size;
     const d = this.config.hidden_size;
-    const accumulate = grads.buffers.has(layerSlot(layer, this.layerNames[0]!));
+    const accumulate = sink.hasGrad(layerSlot(layer, this.layerNames[0]!));
     const mode: LayerGraphMode = {
       kind: 'backward',
       recompute: saved.cache === undefined,
@@ -429,15 +456,14 @@ export class NativeEngine {
     if (accumulate) {
       for (const name of this.layerNames) {
         feeds[`acc_${name}`] = {
-          data: grads.get(layerSlot(layer, name)),
+          data: sink.grads.get(layerSlot(layer, name)),
           dims: this.layerShapes.get(name)!,
         };
       }
     }
     const outputs = ['dx', ...this.layerNames.map((name) => `g_${name}`)];
     const out = this.runLayer(mode, feeds, outputs);
-    for (const name of this.layerNames)
-      grads.buffers.set(layerSlot(layer, name), out[`g_${name}`]!);
+    for (const name of this.layerNames) sink.setGrad(layerSlot(layer, name), out[`g_${name}`]!);
     return out.dx!;
   }
 }
@@ -490,16 +516,6 @@ function scatterRows(target: Float32Array, rows: Float32Array, positions: Int32A
     const base = position * d;
     for (let j = 0; j < d; j++) target[base + j]! += rows[i * d + j]!;
   });
-}
-
-/** The gradient buffer of slot `key` in `grads` (zero-filled when absent). */
-function slotGrad(grads: SlotBuffers, slots: readonly Slot[], key: string): Float32Array {
-  let buffer = grads.buffers.get(key);
-  if (buffer === undefined) {
-    buffer = new Float32Array(slots.find((slot) => slot.key === key)!.size);
-    grads.buffers.set(key, buffer);
-  }
-  return buffer;
 }
 
 function addInto(target: Float32Array, values: Float32Array, offset: number): void {
