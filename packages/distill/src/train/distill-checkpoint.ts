@@ -127,6 +127,7 @@ async function writeCheckpointFiles(
     JSON.stringify({
       format: FORMAT,
       optimizerStep: state.optimizer.step,
+      ...(state.optimizer.layout ? { optimizerLayout: state.optimizer.layout } : {}),
       skippedSteps: state.skippedSteps,
       ...(consecutiveSkips === undefined ? {} : { consecutiveSkips }),
       moments: state.optimizer.moments.map((moment) => ({
@@ -148,6 +149,7 @@ export async function loadDistillCheckpoint(dir: string): Promise<DistillCheckpo
     const state = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as {
       format: string;
       optimizerStep: number;
+      optimizerLayout?: 'hf' | 'in-out';
       skippedSteps: number;
       moments: { name: string; shape: number[] }[];
       history: DistillStepRecord[];
@@ -173,6 +175,7 @@ export async function loadDistillCheckpoint(dir: string): Promise<DistillCheckpo
           : { consecutiveSkips: state.consecutiveSkips }),
         optimizer: {
           step: state.optimizerStep,
+          ...(state.optimizerLayout ? { layout: state.optimizerLayout } : {}),
           moments: state.moments.map((moment) => ({
             ...moment,
             m: tensor(`${moment.name}.m`),

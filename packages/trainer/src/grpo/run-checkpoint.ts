@@ -115,7 +115,11 @@ async function writeContents(temporary: string, checkpoint: RunCheckpoint): Prom
   if (tensors.length > 0) {
     await writeDurable(join(temporary, OPTIMIZER_FILE), encodeSafetensors(tensors));
   }
-  const state = { ...checkpoint.state, optimizerStep: checkpoint.optimizer.step };
+  const state = {
+    ...checkpoint.state,
+    optimizerStep: checkpoint.optimizer.step,
+    ...(checkpoint.optimizer.layout ? { optimizerLayout: checkpoint.optimizer.layout } : {}),
+  };
   await writeDurable(
     join(temporary, STATE_FILE),
     new TextEncoder().encode(`${JSON.stringify(state, null, 2)}\n`),
@@ -210,7 +214,7 @@ export async function isRunCheckpoint(path: string): Promise<boolean> {
 
 /** Reads a checkpoint written by {@link saveRunCheckpoint}. @internal */
 export async function loadRunCheckpoint(path: string): Promise<RunCheckpoint> {
-  let raw: RunState & { optimizerStep: number };
+  let raw: RunState & { optimizerStep: number; optimizerLayout?: 'hf' | 'in-out' };
   try {
     raw = JSON.parse(await readFile(join(path, STATE_FILE), 'utf8'));
   } catch (error) {
@@ -241,11 +245,15 @@ export async function loadRunCheckpoint(path: string): Promise<RunCheckpoint> {
       moments.push({ name, shape: tensor.shape, m: tensor.data, v: byName.get(`${name}#v`)!.data });
     }
   }
-  const { optimizerStep, ...state } = raw;
+  const { optimizerStep, optimizerLayout, ...state } = raw;
   return {
     model,
     ...(reference ? { reference } : {}),
-    optimizer: { step: optimizerStep, moments },
+    optimizer: {
+      step: optimizerStep,
+      moments,
+      ...(optimizerLayout ? { layout: optimizerLayout } : {}),
+    },
     state,
   };
 }

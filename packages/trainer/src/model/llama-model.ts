@@ -4,17 +4,32 @@ import {
   type NamedTensor,
   RlvrError,
   ShapeMismatchError,
+  validateOneOf,
   validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
 import { type Checkpoint, type LlamaConfig, llamaBiases, parseLlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
+import { ortMatMulActive } from '../backend/ort-matmul.js';
 import { activeBackend, type BackendName } from '../backend/select-backend.js';
+import {
+  cloneNativeParts,
+  createNativeParts,
+  type NativeParts,
+  nativeLogits,
+} from '../native/native-model.js';
 import { llamaBackward } from './llama-backward.js';
 import { llamaForward } from './llama-forward.js';
 import { type MatMulOps, matMulOps } from './ops.js';
 import { type ModelInput, type PreparedInput, prepareInput } from './prepared-input.js';
 import type { NormCache } from './rms-norm.js';
+
+/**
+ * Where a model's weights live and what computes with them: `native` — native memory (outside
+ * any wasm heap), onnxruntime graphs per layer (the default where onnxruntime-node is installed);
+ * `tfjs` — TensorFlow.js tensors on the active tfjs backend (cpu, wasm, tfjs-node(-gpu)).
+ */
+export type ModelEngine = 'native' | 'tfjs';
 
 /** Parameter tensors by Hugging Face name. Linear weights are held transposed (`[in, out]`). */
 type Params = Map<string, tf.Tensor>;
@@ -73,29 +88,37 @@ const isLinear = (name: string) => name.endsWith('_proj.weight') || name === 'lm
 export class LlamaModel {
   /** The resolved Hugging Face config. */
   readonly config: LlamaConfig;
-  /** The tfjs backend the model's tensors live on. */
+  /** The tfjs backend the model's tensors live on (`tfjs` engine; the active one for `native`). */
   readonly backend: BackendName;
-  /** @internal */
+  /** Where the weights live and what computes with them ({@link ModelEngine}). */
+  readonly engine: ModelEngine;
+  /** @internal tfjs tensors (`tfjs` engine; empty for `native`). */
   params: Params;
+  /** @internal the native engine's parts (`native` engine). */
+  readonly native: NativeParts | undefined;
   /** @internal */
   readonly ops: MatMulOps;
   private disposed = false;
 
   /** @internal use {@link createLlamaModel}. */
-  constructor(config: LlamaConfig, params: Params, backend: BackendName) {
+  constructor(config: LlamaConfig, params: Params, backend: BackendName, native?: NativeParts) {
     this.config = config;
     this.params = params;
     this.backend = backend;
+    this.native = native;
+    this.engine = native ? 'native' : 'tfjs';
     this.ops = matMulOps(backend);
   }
 
   /** Names of the trainable tensors (Hugging Face names, in checkpoint order). */
   get parameterNames(): string[] {
+    if (this.native) return this.native.store.weights.toNamedTensors().map((t) => t.name);
     return [...this.params.keys()];
   }
 
   /** Number of trainable parameters. */
   get parameterCount(): number {
+    if (this.native) return this.native.store.weights.size;
     let count = 0;
     for (const tensor of this.params.values()) count += tensor.size;
     return count;
@@ -130,9 +153,13 @@ export class LlamaModel {
   logits(input: ModelInput): Float32Array[][] {
     this.assertLive('logits');
     const prepared = prepareInput(input, this.config.vocab_size, 'LlamaModel.logits');
-    const flat = tf.tidy(() => this.forwardWithCache(prepared, false).logits);
-    const data = flat.dataSync() as Float32Array;
-    flat.dispose();
+    let data: Float32Array;
+    if (this.native) data = nativeLogits(this.native, prepared);
+    else {
+      const flat = tf.tidy(() => this.forwardWithCache(prepared, false).logits);
+      data = flat.dataSync() as Float32Array;
+      flat.dispose();
+    }
     const vocab = this.config.vocab_size;
     const out: Float32Array[][] = [];
     for (let row = 0; row < prepared.batchSize; row++) {
@@ -191,7 +218,9 @@ export class LlamaModel {
   }
 
   /**
-   * The weights as a {@link WeightSnapshot} for `Sampler.updateWeights`.
+   * The weights as a {@link WeightSnapshot} for `Sampler.updateWeights`. On the `native` engine
+   * the tensors are views of the live weights (no copy): valid until the next optimizer step,
+   * which is what core's Sampler contract allows (a sampler copies what it keeps).
    * @throws {InvalidArgumentError} for a negative or non-integer step.
    */
   toWeightSnapshot(step: number): WeightSnapshot {
@@ -204,10 +233,24 @@ export class LlamaModel {
         expected: 'an integer >= 0',
       });
     }
+    if (this.native) return { step, tensors: this.native.store.weights.toNamedTensors() };
     return { step, tensors: this.exportTensors() };
   }
 
+  /** A frozen copy of the weights on the same engine (a reference policy). @internal */
+  async frozenCopy(): Promise<LlamaModel> {
+    if (this.native) {
+      return new LlamaModel(this.config, new Map(), this.backend, cloneNativeParts(this.native));
+    }
+    return createLlamaModel(this.toCheckpoint(), { engine: 'tfjs' });
+  }
+
   private exportTensors(): NamedTensor[] {
+    if (this.native) {
+      return this.native.store.weights
+        .toNamedTensors()
+        .map((t) => ({ name: t.name, shape: t.shape, data: Float32Array.from(t.data) }));
+    }
     const out: NamedTensor[] = [];
     for (const [name, tensor] of this.params) {
       const exported = isLinear(name) ? tf.transpose(tensor) : tensor;
@@ -237,6 +280,7 @@ export class LlamaModel {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    if (this.native?.ownsSessions) this.native.sessions.dispose();
     for (const tensor of this.params.values()) tensor.dispose();
     this.params.clear();
   }
@@ -249,6 +293,13 @@ export type CreateLlamaModelOptions = {
    * and shapes; this flag only skips the finite-value scan.
    */
   checkFinite?: boolean;
+  /**
+   * {@link ModelEngine} of the model (default `auto`: `native` where `selectBackend()` routed the
+   * wasm backend's matrix products to onnxruntime-node — its default when that package is
+   * installed — else `tfjs` on the active backend). `native` needs onnxruntime-node (`UNAVAILABLE`
+   * otherwise) and no tfjs backend.
+   */
+  engine?: 'auto' | ModelEngine;
 };
 
 /**
@@ -282,12 +333,18 @@ export async function createLlamaModel(
   const opts = validateOptions<CreateLlamaModelOptions>(options, {
     parameter: 'options',
     functionName,
-    known: ['checkFinite'],
+    known: ['checkFinite', 'engine'],
   });
   const checkFinite = opts.checkFinite ?? true;
+  const requested = validateOneOf(opts.engine ?? 'auto', ['auto', 'native', 'tfjs'] as const, {
+    parameter: 'options.engine',
+    functionName,
+  });
   const config = parseLlamaConfig(checkpoint.config);
   await tf.ready();
   const backend = activeBackend();
+  const engine: ModelEngine =
+    requested === 'auto' ? (ortMatMulActive() ? 'native' : 'tfjs') : requested;
   const expected = expectedShapes(config);
   const byName = new Map<string, NamedTensor>();
   for (const tensor of checkpoint.tensors) {
@@ -339,6 +396,7 @@ export async function createLlamaModel(
           }
         }
       }
+      if (engine === 'native') continue;
       const value = tf.tidy(() => {
         const loaded = tf.tensor(tensor.data, shape);
         return isLinear(name) ? tf.transpose(loaded) : loaded;
@@ -352,7 +410,19 @@ export async function createLlamaModel(
       cause: error,
     });
   }
-  return new LlamaModel(config, params, backend);
+  if (engine === 'tfjs') return new LlamaModel(config, params, backend);
+  let native: NativeParts;
+  try {
+    const data = new Map([...byName].map(([name, tensor]) => [name, tensor.data]));
+    native = await createNativeParts(config, data);
+  } catch (error) {
+    throw new RlvrError(
+      ErrorCode.UNAVAILABLE,
+      `createLlamaModel(): the native engine needs onnxruntime-node 1.30 (an optional peer dependency of @rlvr/trainer): ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+  return new LlamaModel(config, params, backend, native);
 }
 
 function expectedShapes(config: LlamaConfig): Map<string, number[]> {

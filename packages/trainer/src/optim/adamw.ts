@@ -18,7 +18,27 @@ export type AdamWOptions = {
 export type AdamWState = {
   step: number;
   moments: { name: string; shape: number[]; m: Float32Array; v: Float32Array }[];
+  /**
+   * Layout of the projection moments (`*_proj.weight`, `lm_head.weight`): `hf` — Hugging Face's
+   * `[out, in]` (the native engine) — or `in-out` (the tfjs engine's transposed weights). Absent:
+   * `in-out` (states written before the native engine). Either engine restores either layout.
+   */
+  layout?: 'hf' | 'in-out';
 };
+
+/** Whether `name` is a projection weight (held transposed by the tfjs engine). @internal */
+export function isProjectionWeight(name: string): boolean {
+  return name.endsWith('_proj.weight') || name === 'lm_head.weight';
+}
+
+/** `[rows, cols]` row-major → its transpose. @internal */
+export function transposed(data: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c]!;
+  }
+  return out;
+}
 
 /** True for parameters that get no weight decay (biases and RMSNorm gains), as in Hugging Face. */
 export function isNoDecayParameter(name: string): boolean {
@@ -119,16 +139,23 @@ export class AdamW {
         v: Float32Array.from(this.v.get(name)!.dataSync() as Float32Array),
       });
     }
-    return { step: this.step, moments };
+    return { step: this.step, moments, layout: 'in-out' };
   }
 
   /** Restores {@link AdamW.getState} output. */
   setState(state: AdamWState): void {
     this.dispose();
     this.step = state.step;
+    // moments in Hugging Face's layout (a native-engine state): transposed into ours
+    const flip = state.layout === 'hf';
     for (const moment of state.moments) {
-      this.m.set(moment.name, tf.tensor(moment.m, moment.shape));
-      this.v.set(moment.name, tf.tensor(moment.v, moment.shape));
+      const turn = flip && isProjectionWeight(moment.name) && moment.shape.length === 2;
+      const [rows, cols] = moment.shape as [number, number];
+      const shape = turn ? [cols, rows] : moment.shape;
+      const m = turn ? transposed(moment.m, rows, cols) : moment.m;
+      const v = turn ? transposed(moment.v, rows, cols) : moment.v;
+      this.m.set(moment.name, tf.tensor(m, shape));
+      this.v.set(moment.name, tf.tensor(v, shape));
     }
   }
 

@@ -9,6 +9,7 @@ import {
   graphLogitsGradients,
 } from '../backend/ort-train-step-kernel.js';
 import type { LlamaModel } from '../model/llama-model.js';
+import { nativeAccumulate, nativeForwardLogprobs, type NativeAdamW } from '../native/native-steps.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
 import type { AdamW } from '../optim/adamw.js';
 import { buildTokenBatch, type TokenBatch, type TokenSequence } from './batch.js';
@@ -150,6 +151,7 @@ export function forwardLogprobs(
   count: number,
   temperature: number,
 ): { logprobs: Ragged; entropies: Ragged } {
+  if (model.native) return nativeForwardLogprobs(model.native, micro, count, temperature);
   const logprobs: Ragged = new Array(count);
   const entropies: Ragged = new Array(count);
   for (const { indices, batch } of micro) {
@@ -316,6 +318,12 @@ export function accumulateGradients(
   temperature = 1,
 ): Accumulated {
   const totals = emptyTotals();
+  if (model.native) {
+    const { native } = model;
+    nativeAccumulate(native, micro, members, mask, lossOf, temperature, native.activations, totals);
+    // the gradients live in the model's store
+    return { grads: new Map(), ...totals };
+  }
   if (usesGraph(model) && lossOf.graph) {
     const source = lossOf.graph;
     const grads = sumOverMicroBatches(micro, members, ({ batch }, local) => {
@@ -414,10 +422,12 @@ function sumOverMicroBatches(
  */
 export function clipAndApply(
   model: LlamaModel,
-  optimizer: AdamW,
+  optimizer: AdamW | NativeAdamW,
   grads: Map<string, tf.Tensor>,
   settings: { loss: number; learningRate: number; maxGradNorm: number },
 ): { gradNorm: number; applied: boolean } {
+  // the native engine's gradients and moments live in the model's store
+  if (model.native) return (optimizer as NativeAdamW).apply(settings);
   const normTensor = tf.tidy(() =>
     tf.sqrt(tf.addN([...grads.values()].map((grad) => tf.sum(tf.square(grad))))),
   );
@@ -433,7 +443,7 @@ export function clipAndApply(
     clip === 1
       ? grads
       : new Map([...grads].map(([name, grad]) => [name, tf.mul(grad, clip)] as const));
-  const next = optimizer.apply(model.params, clipped, settings.learningRate);
+  const next = (optimizer as AdamW).apply(model.params, clipped, settings.learningRate);
   model.replaceParams(next);
   for (const tensor of grads.values()) tensor.dispose();
   if (clipped !== grads) for (const tensor of clipped.values()) tensor.dispose();

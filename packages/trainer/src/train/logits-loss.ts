@@ -1,5 +1,6 @@
 import { InvalidArgumentError, NonFiniteError, ShapeMismatchError } from '@rlvr/core';
 import type { LlamaModel } from '../model/llama-model.js';
+import { logitsTotals, nativeAccumulateLogits } from '../native/native-steps.js';
 import type { TokenBatch, TokenSequence } from './batch.js';
 import { backpropagateLogits, type MicroBatch } from './gradient-engine.js';
 import { type Accumulated, emptySums } from './step-metrics.js';
@@ -27,6 +28,22 @@ export function logitsGradients(
     });
   }
   const context: LogitsLossContext = { vocabSize, totalTokens, totalSequences: sequences.length };
+  if (model.native) {
+    const { native } = model;
+    const check = (out: ReturnType<LogitsLossFunction>, rows: number) =>
+      checkLossResult(out, rows, functionName);
+    const loss = nativeAccumulateLogits(
+      native,
+      micro,
+      sequences,
+      lossOf,
+      context,
+      native.activations,
+      check,
+      functionName,
+    );
+    return { grads: new Map(), ...logitsTotals(loss, totalTokens) };
+  }
   const members = new Set(sequences.map((_, index) => index));
   let loss = 0;
   const grads = backpropagateLogits(model, micro, members, (logits, batch, local) => {

@@ -1,6 +1,7 @@
 import { NonFiniteError } from '@rlvr/core';
 import { type GraphStep, graphStep } from '../backend/ort-train-step-kernel.js';
 import type { LlamaModel } from '../model/llama-model.js';
+import type { NativeAdamW } from '../native/native-steps.js';
 import type { AdamW } from '../optim/adamw.js';
 import { type LearningRateSchedule, learningRateAt } from '../optim/schedule.js';
 import type { TokenBatch } from './batch.js';
@@ -21,7 +22,7 @@ import type { GrpoStepMetrics, OptimizerStepMetrics } from './trainer-types.js';
 
 /** What a trainer's optimizer steps share: the optimizer, its schedule and the non-finite guard. */
 export type StepState = {
-  optimizer: AdamW;
+  optimizer: AdamW | NativeAdamW;
   schedule: LearningRateSchedule;
   maxGradNorm: number;
   microBatchSize: number;
@@ -72,7 +73,7 @@ export class OptimizerSteps {
     const { optimizer, maxGradNorm } = this.state;
     const started = performance.now();
     const learningRate = this.learningRate;
-    const step = graphStep(this.model.config, this.model.params, optimizer, batch, {
+    const step = graphStep(this.model.config, this.model.params, optimizer as AdamW, batch, {
       learningRate,
       maxGradNorm,
     });
@@ -105,7 +106,7 @@ export class OptimizerSteps {
     const step = graphStep(
       this.model.config,
       this.model.params,
-      optimizer,
+      optimizer as AdamW,
       batch,
       { learningRate, maxGradNorm },
       { temperature: grpo.temperature, grpo: grpoLoss!, ...rest },

@@ -5,6 +5,7 @@ import {
   validateOptions,
 } from '@rlvr/core';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
+import { NativeAdamW } from '../native/native-steps.js';
 import { AdamW } from '../optim/adamw.js';
 import type { TokenSequence } from './batch.js';
 import {
@@ -83,7 +84,9 @@ export class PolicyTrainer {
     this.model = model;
     this.reference = reference;
     const state: StepState = {
-      optimizer: new AdamW(resolved.optimizer),
+      optimizer: model.native
+        ? new NativeAdamW(model.native.store, resolved.optimizer)
+        : new AdamW(resolved.optimizer),
       schedule: resolved.schedule,
       maxGradNorm: resolved.maxGradNorm,
       microBatchSize: resolved.microBatchSize,
@@ -397,7 +400,9 @@ export async function createPolicyTrainer(
   const resolved = resolveTrainerOptions(options, functionName);
   const reference =
     resolved.grpo.beta > 0
-      ? await createLlamaModel(resolved.referenceCheckpoint ?? model.toCheckpoint())
+      ? resolved.referenceCheckpoint
+        ? await createLlamaModel(resolved.referenceCheckpoint, { engine: model.engine })
+        : await model.frozenCopy()
       : undefined;
   return new PolicyTrainer(model, reference, resolved);
 }

@@ -1,0 +1,78 @@
+/**
+ * A model on the native engine: its engine (graphs and sessions) and its {@link TrainStore}
+ * (weights in WebAssembly.Memory shards; the gradient and moment regions stay untouched — no
+ * resident memory — until the model is trained). What `LlamaModel` holds when its engine is
+ * `native`. @internal
+ */
+import { availableParallelism } from 'node:os';
+import type { LlamaConfig } from '@rlvr/model';
+import type { PreparedInput } from '../model/prepared-input.js';
+import type { TokenBatch } from '../train/batch.js';
+import { type Keep, NativeEngine } from './native-engine.js';
+import { loadOrtRuntime, SessionCache } from './ort-runtime.js';
+import { storeSlots } from './param-store.js';
+import { TrainStore } from './train-store.js';
+
+/** The native parts of a model. @internal */
+export type NativeParts = {
+  engine: NativeEngine;
+  store: TrainStore;
+  sessions: SessionCache;
+  /** Whether disposing the model frees the sessions (a clone shares its original's). */
+  ownsSessions: boolean;
+  /**
+   * How the backward gets its activations: `cache` (kept from the forward) or `recompute`
+   * (each layer's forward again from its input: checkpointing). Set by the trainer.
+   */
+  activations: Keep;
+};
+
+/** Threads of the native engine's sessions (all cores unless set). */
+let sessionThreads = 0;
+
+/** Sets the threads of native models created from now on (0: all cores). @internal */
+export function setNativeThreads(threads: number): void {
+  sessionThreads = threads;
+}
+
+/**
+ * The native parts of a model of `config` holding `tensors` (Hugging Face names and shapes,
+ * already validated). @throws when onnxruntime-node cannot be loaded. @internal
+ */
+export async function createNativeParts(
+  config: LlamaConfig,
+  tensors: ReadonlyMap<string, Float32Array>,
+): Promise<NativeParts> {
+  const ort = await loadOrtRuntime();
+  const threads = sessionThreads > 0 ? sessionThreads : availableParallelism();
+  // hundreds of ops per layer run, back to back: spinning pays (measured on the graph train step)
+  const sessions = new SessionCache(ort, { threads, spinning: true });
+  const engine = new NativeEngine(config, sessions);
+  const store = new TrainStore(storeSlots(config));
+  store.weights.load(tensors);
+  return { engine, store, sessions, ownsSessions: true, activations: 'cache' };
+}
+
+/** A copy of `parts` (same sessions, a new store holding the same weights): a frozen reference. */
+export function cloneNativeParts(parts: NativeParts): NativeParts {
+  const store = new TrainStore(parts.store.slots);
+  for (const slot of parts.store.slots) {
+    store.weights.get(slot.key).set(parts.store.weights.get(slot.key));
+  }
+  return {
+    engine: parts.engine,
+    store,
+    sessions: parts.sessions,
+    ownsSessions: false,
+    activations: parts.activations,
+  };
+}
+
+/** The logits `[B·T·V]` of every position of `input` (temperature 1). @internal */
+export function nativeLogits(parts: NativeParts, input: PreparedInput): Float32Array {
+  const n = input.batchSize * input.seqLen;
+  const batch: TokenBatch = { input, targets: new Int32Array(n), slots: [] };
+  const positions = Int32Array.from({ length: n }, (_, index) => index);
+  const state = parts.engine.forward(batch, parts.store.weights, 'none', positions);
+  return parts.engine.logits(state, parts.store.weights);
+}
