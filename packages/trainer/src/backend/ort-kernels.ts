@@ -1,5 +1,4 @@
 import { ORT_ATTENTION } from './ort-attention.js';
-import { ORT_TRAIN_STEP } from './ort-train-step-kernel.js';
 
 /** Names of the fused onnxruntime kernels this package registers for wasm (besides matMul). */
-export const ORT_FUSED_KERNELS: readonly string[] = [ORT_ATTENTION, ORT_TRAIN_STEP];
+export const ORT_FUSED_KERNELS: readonly string[] = [ORT_ATTENTION];

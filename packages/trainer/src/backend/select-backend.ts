@@ -2,7 +2,6 @@ import { ErrorCode, InvalidArgumentError, RlvrError, validateOptions } from '@rl
 import * as tf from '@tensorflow/tfjs-core';
 import { registerOrtAttention } from './ort-attention.js';
 import { disableOrtMatMul, enableOrtMatMul } from './ort-matmul.js';
-import { registerOrtTrainStep } from './ort-train-step-kernel.js';
 import { registerWasmKernels } from './wasm-kernels.js';
 
 /**
@@ -174,7 +173,6 @@ async function chooseMatMul(
   try {
     await enableOrtMatMul(threads);
     registerOrtAttention();
-    registerOrtTrainStep();
     return { matMul: 'onnxruntime' };
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error);

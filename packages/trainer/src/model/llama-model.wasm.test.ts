@@ -63,7 +63,8 @@ describe('LlamaModel (wasm)', () => {
       const checkpoint = tinyCheckpoint(name, 22);
       const gradients = async (backend: 'cpu' | 'wasm') => {
         await selectBackend({ candidates: [backend], matMul });
-        const model = await createLlamaModel(checkpoint);
+        // the tfjs model's own backward (with onnxruntime matMul: its kernels), not the native engine
+        const model = await createLlamaModel(checkpoint, { engine: 'tfjs' });
         const input = prepareInput(
           {
             inputIds,

@@ -6,7 +6,6 @@ import {
   ortAttentionForward,
 } from '../backend/ort-attention.js';
 import { ortMatMulActive, ortMatMulOp } from '../backend/ort-matmul.js';
-import { ortTrainStepActive } from '../backend/ort-train-step-kernel.js';
 import {
   FAST_BATCH_MAT_MUL,
   FAST_CONCAT_COLUMNS,
@@ -84,11 +83,6 @@ export type MatMulOps = {
    * rounding, of the unfused model: kept on cpu, the reference backend, and on XNNPACK).
    */
   fusedInputGradient: boolean;
-  /**
-   * True when `sftStep` may run as one onnxruntime graph (forward, backward, clipping, AdamW:
-   * `RlvrOrtTrainStep`) for models whose config it covers, one micro-batch at a time.
-   */
-  trainStep?: boolean;
 };
 
 /** The {@link MatMulOps} for a backend name. @internal */
@@ -109,7 +103,6 @@ export function matMulOps(backendName: string): MatMulOps {
     ...(ortAttentionActive()
       ? { attention: { forward: ortAttentionForward, backward: ortAttentionBackward } }
       : {}),
-    ...(ortTrainStepActive() ? { trainStep: true } : {}),
   };
 }
 

@@ -1,6 +1,5 @@
 import { createRng } from '@rlvr/core';
 import { type Checkpoint, createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
-import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
 import { createLlamaModel } from '../model/llama-model.js';

@@ -1,64 +1,30 @@
-import { ErrorCode, InvalidArgumentError, type policyLoss, RlvrError } from '@rlvr/core';
+import { ErrorCode, InvalidArgumentError, RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
-import type { GrpoHead } from '../backend/ort-grpo-head.js';
-import {
-  type GraphGrpoLoss,
-  graphForward,
-  graphGradients,
-  graphLogits,
-  graphLogitsGradients,
-} from '../backend/ort-train-step-kernel.js';
 import type { LlamaModel } from '../model/llama-model.js';
-import { nativeAccumulate, nativeForwardLogprobs, type NativeAdamW } from '../native/native-steps.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
 import type { AdamW } from '../optim/adamw.js';
 import { buildTokenBatch, type TokenBatch, type TokenSequence } from './batch.js';
-import { type Accumulated, addLossMetrics, emptySums } from './step-metrics.js';
+import {
+  emptyTotals,
+  type LossFunction,
+  type MicroBatch,
+  membersIn,
+  type Ragged,
+  scoreMicroBatch,
+} from './micro-batch.js';
+import { type NativeAdamW, nativeAccumulate, nativeForwardLogprobs } from './native-steps.js';
+import type { Accumulated } from './step-metrics.js';
 import type { SftStepOptions } from './trainer-types.js';
 
-/** Per sequence, per completion token. @internal */
-export type Ragged = number[][];
-
-/** A group of sequences laid out as one model input. @internal */
-export type MicroBatch = { indices: number[]; batch: TokenBatch };
-
-/**
- * Per micro-batch: the loss and d loss / d logprob (and / d entropy) per token; `graph`, when
- * set, is the same loss for the `grads` graph's GRPO head (one graph run per micro-batch).
- * @internal
- */
-export type LossFunction = ((
-  rows: number[],
-  logprobs: Ragged,
-  entropies: Ragged,
-) => {
-  loss: number;
-  gradLogprobs: Ragged;
-  gradEntropy: Ragged | undefined;
-  result: ReturnType<typeof policyLoss> | undefined;
-}) & { graph?: GraphLossSource };
-
-/**
- * A loss whose gradient the graph can take without a forward run first: with `head`, GRPO's
- * (computed in the graph from its inputs); without, fixed per-token `loss_weights` (−d loss /
- * d logprob, as `sftStep`'s cross-entropy). @internal
- */
-export type GraphLossSource = {
-  head?: GrpoHead;
-  scalars: Record<string, number>;
-  /** Per-token inputs (graph input name → ragged rows) of the sequences `rows`. */
-  rows(rows: number[]): { tokens: Record<string, Ragged>; entropyWeights?: Ragged };
-};
-
-/** The sequences of `micro` in `members` with their row in the micro-batch. @internal */
-export function membersIn(
-  micro: MicroBatch,
-  members: ReadonlySet<number>,
-): { sequence: number; position: number }[] {
-  return micro.indices
-    .map((sequence, position) => ({ sequence, position }))
-    .filter(({ sequence }) => members.has(sequence));
-}
+export {
+  emptyTotals,
+  type LossFunction,
+  type MicroBatch,
+  membersIn,
+  type Ragged,
+  scoreMicroBatch,
+  type Totals,
+} from './micro-batch.js';
 
 /** Ragged per-token `rows` laid out at their slots in a `[size]` array (zero elsewhere). */
 function scatterToSlots(slots: readonly ArrayLike<number>[], rows: Ragged, size: number) {
@@ -117,18 +83,12 @@ export function microBatches(
   return batches;
 }
 
-/** Whether `model`'s forward and backward run as onnxruntime train-step graphs. @internal */
-export function usesGraph(model: LlamaModel): boolean {
-  return model.ops.trainStep === true;
-}
-
-/** Logprobs and entropies at every position `[B·T]` of a batch (graph or tfjs forward). */
+/** Logprobs and entropies at every position `[B·T]` of a batch (tfjs forward). */
 function positionStats(
   model: LlamaModel,
   batch: TokenBatch,
   temperature: number,
 ): { logprobs: Float32Array; entropy: Float32Array } {
-  if (usesGraph(model)) return graphForward(model.config, model.params, batch, temperature);
   const [lp, en] = tf.tidy(() => {
     const { logits } = model.forwardWithCache(batch.input, false);
     const stats = tokenStats(logits, batch.targets, temperature);
@@ -200,8 +160,7 @@ export function backpropagate(
 /**
  * {@link backpropagate} for a loss on the raw logits given as data: `dLogitsOf` gets a
  * micro-batch's logits `[B·T·V]` (temperature 1) and returns d loss / d logits of the same size.
- * On a model with train-step graphs ({@link usesGraph}) each micro-batch is two graph runs (the
- * logits, then forward + backward from d logits); else the tfjs forward and backward. @internal
+ * @internal
  */
 export function backpropagateLogits(
   model: LlamaModel,
@@ -213,79 +172,9 @@ export function backpropagateLogits(
     local: { sequence: number; position: number }[],
   ) => Float32Array,
 ): Map<string, tf.Tensor> {
-  if (usesGraph(model)) {
-    return sumOverMicroBatches(micro, members, ({ batch }, local) => {
-      const dLogits = dLogitsOf(graphLogits(model.config, model.params, batch), batch, local);
-      return graphLogitsGradients(model.config, model.params, batch, dLogits);
-    });
-  }
   return backpropagate(model, micro, members, (logits, batch, local) =>
     tf.tensor2d(dLogitsOf(logits.dataSync() as Float32Array, batch, local), logits.shape),
   );
-}
-
-/** The loss metrics an optimizer step accumulates over micro-batches. @internal */
-export type Totals = Omit<Accumulated, 'grads'>;
-
-/** Zeroed {@link Totals}. @internal */
-export function emptyTotals(): Totals {
-  return {
-    loss: 0,
-    policyOnly: 0,
-    sums: emptySums(),
-    ratioMin: Infinity,
-    ratioMax: -Infinity,
-    tokens: 0,
-  };
-}
-
-/**
- * A {@link GraphLossSource}'s inputs for the sequences `local` of one micro-batch, laid out at
- * their completion slots `[B·T]` (zero elsewhere). @internal
- */
-export function graphLossInputs(
-  batch: TokenBatch,
-  local: { sequence: number; position: number }[],
-  source: GraphLossSource,
-): { grpo?: GraphGrpoLoss; lossWeights?: Float32Array; entropyWeights?: Float32Array } {
-  const slots = local.map(({ position }) => batch.slots[position]!);
-  const size = batch.input.batchSize * batch.input.seqLen;
-  const scatter = (rows: Ragged) => scatterToSlots(slots, rows, size);
-  const inputs = source.rows(local.map(({ sequence }) => sequence));
-  const tokens = Object.fromEntries(
-    Object.entries(inputs.tokens).map(([name, rows]) => [name, scatter(rows)]),
-  );
-  const weights = source.head
-    ? { grpo: { head: source.head, tokens, scalars: source.scalars } }
-    : { lossWeights: tokens.loss_weights! };
-  return {
-    ...weights,
-    ...(inputs.entropyWeights ? { entropyWeights: scatter(inputs.entropyWeights) } : {}),
-  };
-}
-
-/**
- * `lossOf` on one micro-batch's per-position logprobs and entropies (`[B·T]`) for the sequences of
- * `local`; adds its loss metrics to `totals` and returns its d loss / d logprob and d loss /
- * d entropy per completion token (ragged). @internal
- */
-export function scoreMicroBatch(
-  batch: TokenBatch,
-  local: { sequence: number; position: number }[],
-  stats: { logprobs: Float32Array; entropy: Float32Array },
-  lossOf: LossFunction,
-  mask: Ragged,
-  totals: Totals,
-): { gradLogprobs: Ragged; gradEntropy: Ragged | undefined } {
-  const rows = local.map(({ sequence }) => sequence);
-  const slots = local.map(({ position }) => batch.slots[position]!);
-  const current = slots.map((row) => Array.from(row, (slot) => stats.logprobs[slot]!));
-  const entropies = slots.map((row) => Array.from(row, (slot) => stats.entropy[slot]!));
-  const out = lossOf(rows, current, entropies);
-  totals.loss += out.loss;
-  if (out.result) addLossMetrics(totals, out.result);
-  for (const row of rows) totals.tokens += mask[row]!.reduce((a, b) => a + b, 0);
-  return { gradLogprobs: out.gradLogprobs, gradEntropy: out.gradEntropy };
 }
 
 /** {@link scoreMicroBatch}'s per-token gradients laid out at their slots `[B·T]`. */
@@ -305,9 +194,8 @@ function microGradients(
 /**
  * Forward + loss + backward of a per-token loss (`lossOf` gets the logprobs and entropies of
  * `softmax(logits / temperature)`) over the micro-batches holding `members`; returns the summed
- * gradients (caller disposes) and the loss metrics. On a model with train-step graphs
- * ({@link usesGraph}) each micro-batch is two graph runs: the forward gives `lossOf` its logprobs,
- * then forward + backward with `lossOf`'s per-token gradients as the loss weights. @internal
+ * gradients (caller disposes; empty on the native engine, whose gradients are in the model's
+ * store) and the loss metrics. @internal
  */
 export function accumulateGradients(
   model: LlamaModel,
@@ -323,37 +211,6 @@ export function accumulateGradients(
     nativeAccumulate(native, micro, members, mask, lossOf, temperature, native.activations, totals);
     // the gradients live in the model's store
     return { grads: new Map(), ...totals };
-  }
-  if (usesGraph(model) && lossOf.graph) {
-    const source = lossOf.graph;
-    const grads = sumOverMicroBatches(micro, members, ({ batch }, local) => {
-      const run = graphGradients(model.config, model.params, batch, {
-        temperature,
-        ...graphLossInputs(batch, local, source),
-      });
-      try {
-        // the loss value and metrics: `lossOf` (core's policyLoss) on this same forward's logprobs
-        scoreMicroBatch(batch, local, run, lossOf, mask, totals);
-      } catch (error) {
-        for (const tensor of run.grads.values()) tensor.dispose();
-        throw error;
-      }
-      return run.grads;
-    });
-    return { grads, ...totals };
-  }
-  if (usesGraph(model)) {
-    const grads = sumOverMicroBatches(micro, members, ({ batch }, local) => {
-      const stats = graphForward(model.config, model.params, batch, temperature);
-      const scored = scoreMicroBatch(batch, local, stats, lossOf, mask, totals);
-      const { gradLogprobs, gradEntropy } = microGradients(batch, local, scored);
-      return graphGradients(model.config, model.params, batch, {
-        temperature,
-        lossWeights: gradLogprobs.map((g) => -g),
-        ...(gradEntropy ? { entropyWeights: gradEntropy } : {}),
-      }).grads;
-    });
-    return { grads, ...totals };
   }
   const grads = backpropagate(model, micro, members, (logits, batch, local) => {
     const stats = tokenStats(logits, batch.targets, temperature);

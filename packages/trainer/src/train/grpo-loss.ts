@@ -10,13 +10,11 @@ import {
   validateOptions,
   validateRagged,
 } from '@rlvr/core';
-import { type GrpoHead, grpoScalarInputs } from '../backend/ort-grpo-head.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import type { TokenSequence } from './batch.js';
 import {
   firstNonFinite,
   forwardLogprobs,
-  type GraphLossSource,
   type LossFunction,
   type MicroBatch,
   type Ragged,
@@ -236,56 +234,5 @@ export function grpoLossFunction(
     }
     return { loss: result.loss, gradLogprobs: result.gradLogprobs, gradEntropy, result };
   };
-  if (config.ratioLevel === 'token') lossOf.graph = graphLoss(config, advantages, prepared, counts);
   return lossOf;
-}
-
-/**
- * The same loss for the `grads` graph's GRPO head (token-level ratios): which terms it has, their
- * scalars, and per micro-batch the per-token inputs (advantages, aggregation weights with the
- * mini-batch's global counts, π_old, reference, importance weights, entropy-bonus weights).
- */
-function graphLoss(
-  config: ResolvedGrpoLoss,
-  advantages: readonly number[],
-  prepared: GrpoPrepared,
-  counts: ReturnType<typeof globalCounts>,
-): GraphLossSource {
-  const { mask, old, reference, importanceWeights } = prepared;
-  const head: GrpoHead = {
-    onPolicy: old === undefined,
-    ...(config.beta !== 0 ? { kl: config.klEstimator } : {}),
-    dualClip: config.dualClip !== undefined,
-    delta: config.delta !== undefined,
-    importance: importanceWeights !== undefined,
-  };
-  const values: Record<string, number | undefined> = {
-    eps_low: config.epsilonLow,
-    eps_high: config.epsilonHigh,
-    beta: config.beta,
-    dual_clip: config.dualClip,
-    delta: config.delta,
-  };
-  const scalars = Object.fromEntries(grpoScalarInputs(head).map((name) => [name, values[name]!]));
-  return {
-    head,
-    scalars,
-    rows(rows) {
-      const rowMask = rows.map((row) => mask[row]!);
-      const pick = (all: readonly ArrayLike<number>[]) => rows.map((row) => Array.from(all[row]!));
-      const weights = aggregationWeights(rowMask, config.lossAggregation, counts);
-      const tokens: Record<string, Ragged> = {
-        advantages: rows.map((row, r) => rowMask[r]!.map(() => advantages[row]!)),
-        agg_weights: weights,
-      };
-      if (old) tokens.old_logprobs = pick(old);
-      if (head.kl) tokens.ref_logprobs = pick(reference!);
-      if (importanceWeights) tokens.importance_weights = pick(importanceWeights);
-      const entropyWeights =
-        config.entropyCoefficient === 0
-          ? undefined
-          : weights.map((row) => row.map((w) => -config.entropyCoefficient * w));
-      return { tokens, ...(entropyWeights ? { entropyWeights } : {}) };
-    },
-  };
 }

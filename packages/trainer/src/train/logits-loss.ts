@@ -1,8 +1,8 @@
 import { InvalidArgumentError, NonFiniteError, ShapeMismatchError } from '@rlvr/core';
 import type { LlamaModel } from '../model/llama-model.js';
-import { logitsTotals, nativeAccumulateLogits } from '../native/native-steps.js';
 import type { TokenBatch, TokenSequence } from './batch.js';
 import { backpropagateLogits, type MicroBatch } from './gradient-engine.js';
+import { logitsTotals, nativeAccumulateLogits } from './native-steps.js';
 import { type Accumulated, emptySums } from './step-metrics.js';
 import type { LogitsLossContext, LogitsLossFunction, LogitsRow } from './trainer-types.js';
 

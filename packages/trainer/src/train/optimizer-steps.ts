@@ -1,20 +1,9 @@
 import { NonFiniteError } from '@rlvr/core';
-import { type GraphStep, graphStep } from '../backend/ort-train-step-kernel.js';
 import type { LlamaModel } from '../model/llama-model.js';
-import type { NativeAdamW } from '../native/native-steps.js';
 import type { AdamW } from '../optim/adamw.js';
 import { type LearningRateSchedule, learningRateAt } from '../optim/schedule.js';
-import type { TokenBatch } from './batch.js';
-import {
-  clipAndApply,
-  emptyTotals,
-  graphLossInputs,
-  type LossFunction,
-  type MicroBatch,
-  membersIn,
-  type Ragged,
-  scoreMicroBatch,
-} from './gradient-engine.js';
+import { clipAndApply } from './gradient-engine.js';
+import type { NativeAdamW } from './native-steps.js';
 import type { NonFiniteGuard } from './non-finite-guard.js';
 import { type Accumulated, EMPTY_LOSS_METRICS, lossMetricsOf } from './step-metrics.js';
 import type { ResolvedGrpoLoss } from './trainer-options.js';
@@ -31,10 +20,9 @@ export type StepState = {
 };
 
 /**
- * The optimizer steps of a `PolicyTrainer`: accumulated gradients (tfjs or graph runs) then
- * clipping and AdamW, or one onnxruntime train-step graph run; every path applies or skips an
- * update the same way (a non-finite loss or gradient norm skips it and tells the guard) and
- * reports the same metrics. @internal
+ * The optimizer steps of a `PolicyTrainer`: accumulated gradients (tfjs, or the native engine's
+ * runs into its store) then clipping and AdamW; a non-finite loss or gradient norm skips the
+ * update and tells the guard, and every path reports the same metrics. @internal
  */
 export class OptimizerSteps {
   constructor(
@@ -62,84 +50,6 @@ export class OptimizerSteps {
     });
     this.settle(applied, loss, gradNorm, functionName);
     return this.metricsOf(lossMetricsOf(accumulated), { learningRate, gradNorm, applied, started });
-  }
-
-  /**
-   * `sftStep` of one micro-batch as one onnxruntime graph (forward, backward, clipping, AdamW;
-   * the same math as {@link OptimizerSteps.optimizerStep} with the cross-entropy): a non-finite loss or gradient
-   * norm skips the update as there.
-   */
-  graphSftStep(batch: TokenBatch, tokens: number, functionName: string): GrpoStepMetrics {
-    const { optimizer, maxGradNorm } = this.state;
-    const started = performance.now();
-    const learningRate = this.learningRate;
-    const step = graphStep(this.model.config, this.model.params, optimizer as AdamW, batch, {
-      learningRate,
-      maxGradNorm,
-    });
-    const { loss, gradNorm } = step;
-    const applied = this.finishGraphStep(step, loss, functionName);
-    const lossMetrics = { ...EMPTY_LOSS_METRICS, loss, tokens };
-    return this.metricsOf(lossMetrics, { learningRate, gradNorm, applied, started });
-  }
-
-  /**
-   * One GRPO optimizer step whose mini-batch is one micro-batch, as one onnxruntime graph run
-   * (the loss gradient from the graph's GRPO head, backward, clipping, AdamW); the loss value and
-   * metrics are core's `policyLoss` on the logprobs of that run, and a non-finite one (or a
-   * non-finite gradient norm) skips the update as {@link OptimizerSteps.optimizerStep} does.
-   */
-  graphGrpoStep(
-    micro: MicroBatch,
-    members: ReadonlySet<number>,
-    mask: Ragged,
-    lossOf: LossFunction,
-    functionName: string,
-  ): GrpoStepMetrics {
-    const { optimizer, maxGradNorm, guard, grpo } = this.state;
-    const started = performance.now();
-    const learningRate = this.learningRate;
-    const local = membersIn(micro, members);
-    const { batch } = micro;
-    // `grpoStep` takes this path only for a loss with a GRPO head
-    const { grpo: grpoLoss, ...rest } = graphLossInputs(batch, local, lossOf.graph!);
-    const step = graphStep(
-      this.model.config,
-      this.model.params,
-      optimizer as AdamW,
-      batch,
-      { learningRate, maxGradNorm },
-      { temperature: grpo.temperature, grpo: grpoLoss!, ...rest },
-    );
-    const totals = emptyTotals();
-    const stats = { logprobs: step.logprobs!, entropy: step.entropy! };
-    const scored = guard.guard(
-      () => {
-        scoreMicroBatch(batch, local, stats, lossOf, mask, totals);
-        return true;
-      },
-      () => false,
-      functionName,
-    );
-    if (!scored) {
-      step.discard();
-      return this.skipped(started);
-    }
-    const applied = this.finishGraphStep(step, totals.loss, functionName);
-    const { gradNorm } = step;
-    return this.metricsOf(lossMetricsOf(totals), { learningRate, gradNorm, applied, started });
-  }
-
-  /**
-   * Swaps a graph step's new weights in (moments into AdamW) when `loss` and its gradient norm are
-   * finite, else frees them; tells the non-finite guard. Returns whether it was applied.
-   */
-  private finishGraphStep(step: GraphStep, loss: number, functionName: string): boolean {
-    const applied = Number.isFinite(loss) && Number.isFinite(step.gradNorm);
-    if (applied) this.model.replaceParams(step.commit());
-    else step.discard();
-    this.settle(applied, loss, step.gradNorm, functionName);
-    return applied;
   }
 
   /** An optimizer step's metrics from its loss metrics and outcome. */

@@ -5,7 +5,6 @@ import {
   validateOptions,
 } from '@rlvr/core';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
-import { NativeAdamW } from '../native/native-steps.js';
 import { AdamW } from '../optim/adamw.js';
 import type { TokenSequence } from './batch.js';
 import {
@@ -16,10 +15,10 @@ import {
   type MicroBatch,
   microBatches,
   type Ragged,
-  usesGraph,
 } from './gradient-engine.js';
 import { grpoLossFunction, prepareGrpo, validateGrpoInput } from './grpo-loss.js';
 import { logitsGradients } from './logits-loss.js';
+import { NativeAdamW } from './native-steps.js';
 import { NonFiniteGuard } from './non-finite-guard.js';
 import { OptimizerSteps, optimizerMetrics, type StepState } from './optimizer-steps.js';
 import {
@@ -198,22 +197,18 @@ export class PolicyTrainer {
         const end = Math.min(count, start + miniBatchSize);
         const members = new Set(Array.from({ length: end - start }, (_, k) => start + k));
         const lossOf = grpoLossFunction(grpo, input.advantages, prepared, members);
-        const holding = micro.filter(({ indices }) => indices.some((index) => members.has(index)));
-        const fused = lossOf.graph?.head && holding.length === 1 && usesGraph(this.model);
-        const metrics = fused
-          ? stepsOf(this).graphGrpoStep(holding[0]!, members, prepared.mask, lossOf, functionName)
-          : stepsOf(this).optimizerStep(
-              () =>
-                accumulateGradients(
-                  this.model,
-                  micro,
-                  members,
-                  prepared.mask,
-                  lossOf,
-                  grpo.temperature,
-                ),
-              functionName,
-            );
+        const metrics = stepsOf(this).optimizerStep(
+          () =>
+            accumulateGradients(
+              this.model,
+              micro,
+              members,
+              prepared.mask,
+              lossOf,
+              grpo.temperature,
+            ),
+          functionName,
+        );
         steps.push({ ...metrics, ...(prepared.mismatch ? { mismatch: prepared.mismatch } : {}) });
       }
     }
@@ -256,18 +251,6 @@ export class PolicyTrainer {
       );
       return { loss, gradLogprobs, gradEntropy: undefined, result: undefined };
     };
-    // the weights do not depend on the logprobs: the graphs need no forward run first
-    crossEntropy.graph = {
-      scalars: {},
-      rows: (rows) => ({
-        tokens: { loss_weights: rows.map((row) => mask[row]!.map(() => 1 / tokenCount)) },
-      }),
-    };
-    if (micro.length === 1 && usesGraph(this.model)) {
-      return optimizerMetrics(
-        stepsOf(this).graphSftStep(micro[0]!.batch, tokenCount, functionName),
-      );
-    }
     return optimizerMetrics(
       stepsOf(this).optimizerStep(
         () => accumulateGradients(this.model, micro, members, mask, crossEntropy),

@@ -7,13 +7,16 @@
  * as `keep` says (cache or recompute: `gradientCheckpointing`). @internal
  */
 import { NonFiniteError, ShapeMismatchError } from '@rlvr/core';
+import type { Keep, NativeEngine } from '../native/native-engine.js';
+import type { NativeParts } from '../native/native-model.js';
+import type { TrainStore } from '../native/train-store.js';
 import {
   type AdamWOptions,
   type AdamWState,
   isProjectionWeight,
   transposed,
 } from '../optim/adamw.js';
-import type { TokenBatch, TokenSequence } from '../train/batch.js';
+import type { TokenBatch, TokenSequence } from './batch.js';
 import {
   type LossFunction,
   type MicroBatch,
@@ -21,12 +24,9 @@ import {
   type Ragged,
   scoreMicroBatch,
   type Totals,
-} from '../train/gradient-engine.js';
-import { emptySums } from '../train/step-metrics.js';
-import type { LogitsLossFunction, LogitsRow } from '../train/trainer-types.js';
-import type { Keep, NativeEngine } from './native-engine.js';
-import type { NativeParts } from './native-model.js';
-import type { TrainStore } from './train-store.js';
+} from './micro-batch.js';
+import { emptySums } from './step-metrics.js';
+import type { LogitsLossFunction, LogitsRow } from './trainer-types.js';
 
 /** The loss positions of the sequences `local` of a micro-batch (their completion slots, in order). */
 function positionsOf(batch: TokenBatch, local: { position: number }[]): Int32Array {
