@@ -3,6 +3,7 @@ export {
   describeValue,
   ErrorCode,
   InvalidArgumentError,
+  MemoryLimitError,
   NonFiniteError,
   OverwriteRefusedError,
   ResumeMismatchError,

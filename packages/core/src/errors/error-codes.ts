@@ -31,6 +31,11 @@ export const ErrorCode = {
   RESUME_MISMATCH: 'RESUME_MISMATCH',
   /** A run cannot make progress (e.g. every update was skipped `maxConsecutiveSkips` times in a row). */
   TRAINING_STALLED: 'TRAINING_STALLED',
+  /**
+   * A model or step would need more memory than the limit (checked before any work: the message
+   * names the estimate by part, the limit and settings that would fit).
+   */
+  MEMORY_LIMIT: 'MEMORY_LIMIT',
 } as const;
 
 /** Union of the values of {@link ErrorCode}. */

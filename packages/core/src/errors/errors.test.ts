@@ -99,3 +99,25 @@ describe('other error classes', () => {
     expect(UnsupportedSpecificationError.isInstance(spec)).toBe(true);
   });
 });
+
+describe('MemoryLimitError', () => {
+  it('should name the estimate by part, the limit and what would fit', async () => {
+    const { MemoryLimitError } = await import('./index.js');
+    const error = new MemoryLimitError({
+      what: 'training this model',
+      parts: { weights: 2 * 2 ** 30, gradients: 2 * 2 ** 30, activations: 0 },
+      limitBytes: 3 * 2 ** 30,
+      limitName: 'memoryLimitBytes',
+      fitsWith: ['lora: { r: 16 }', 'gradientCheckpointing: true'],
+      functionName: 'createPolicyTrainer',
+    });
+    expect(error.code).toBe('MEMORY_LIMIT');
+    expect(error.estimateBytes).toBe(4 * 2 ** 30);
+    expect(error.message).toBe(
+      'createPolicyTrainer(): training this model needs about 4.00 GiB (weights 2.00 GiB, gradients 2.00 GiB), over the limit of 3.00 GiB (memoryLimitBytes); it would fit with lora: { r: 16 }, or gradientCheckpointing: true',
+    );
+    expect(MemoryLimitError.isInstance(error)).toBe(true);
+    expect(RlvrError.isInstance(error)).toBe(true);
+    expect(InvalidArgumentError.isInstance(error)).toBe(false);
+  });
+});

@@ -1,6 +1,7 @@
 export { AbortedError } from './aborted-error.js';
 export { ErrorCode } from './error-codes.js';
 export { describeValue, InvalidArgumentError } from './invalid-argument-error.js';
+export { MemoryLimitError } from './memory-limit-error.js';
 export { NonFiniteError } from './non-finite-error.js';
 export { OverwriteRefusedError } from './overwrite-refused-error.js';
 export { ResumeMismatchError } from './resume-mismatch-error.js';

@@ -11,6 +11,7 @@
  *   `logitsGradient`), the chunk's weight gradient `[Vc, d]` and d loss / d h (accumulated).
  * - `logits`: the raw logits `[N, Vc]` (temperature 1), for losses on the logits.
  * - `dlogits`: the weight gradient and d h from a given d loss / d logits `[N, Vc]`.
+ * Without `weightGrad` (a frozen head) the backward modes return d h only.
  * The final RMSNorm is its own graph (`final-norm`, forward or backward).
  * @internal
  */
@@ -20,9 +21,9 @@ import { GraphNodes } from './graph-nodes.js';
 /** What a head graph computes (see the file). @internal */
 export type HeadGraphMode =
   | { kind: 'stats' }
-  | { kind: 'grads'; entropy: boolean; accumulate: boolean }
+  | { kind: 'grads'; entropy: boolean; accumulate: boolean; weightGrad: boolean }
   | { kind: 'logits' }
-  | { kind: 'dlogits'; accumulate: boolean }
+  | { kind: 'dlogits'; accumulate: boolean; weightGrad: boolean }
   | { kind: 'final-norm'; backward: boolean; eps: number };
 
 /** An encoded head graph and its input and output names. @internal */
@@ -95,7 +96,9 @@ export function headGraph(hidden: number, mode: HeadGraphMode): HeadGraph {
       } else dl = input('d_logits', ['N', 'V']);
       let dh = n.inputGrad(dl, 'w');
       if (mode.accumulate) dh = n.add(input('acc_dh', ['N', hidden]), dh);
-      outputs.push(['g_w', n.weightGrad(dl, 'h')], ['dh', dh]);
+      // a frozen head (LoRA) needs d h only
+      if (mode.weightGrad) outputs.push(['g_w', n.weightGrad(dl, 'h')]);
+      outputs.push(['dh', dh]);
     }
   }
   for (const [name, value] of outputs) n.g.add('Identity', [value], {}, [name]);

@@ -13,18 +13,28 @@ import { ropeTables } from '../model/rope.js';
 import type { TokenBatch } from '../train/batch.js';
 import { type HeadGraphMode, headGraph } from './head-graph.js';
 import {
+  gradientNames,
   LAYER_CACHE,
   type LayerGraphMode,
   type LayerSpec,
+  type LoraModule,
   layerGraph,
   layerParamNames,
   layerParamShapes,
 } from './layer-graph.js';
+import { type LoraAdapters, loraSlot } from './lora-adapters.js';
 import type { Feed, SessionCache } from './ort-runtime.js';
 import { layerSlot, layerSpecOf, type Slot, SlotBuffers, storeSlots } from './param-store.js';
 
 /** How a forward keeps what its backward needs. @internal */
 export type Keep = 'none' | 'recompute' | 'cache';
+
+/**
+ * LoRA adapters in a forward: the adapters, their current weights and the seed of this forward's
+ * dropout masks (the backward draws the same). Without them the base model runs alone (the
+ * reference policy of a LoRA run: adapters off). @internal
+ */
+export type EngineLora = { adapters: LoraAdapters; weights: SlotBuffers; maskSeed: number };
 
 /** A forward pass's saved state. @internal */
 export type ForwardState = {
@@ -38,6 +48,8 @@ export type ForwardState = {
   /** Loss positions (flat `B·T` indices, sorted by sequence then token) and their final-norm output. */
   positions: Int32Array;
   hidden: Float32Array;
+  /** The adapters of the forward (its backward trains them only). */
+  lora?: EngineLora;
 };
 
 /** Per-position values of the head on the loss positions of a forward. @internal */
@@ -140,13 +152,24 @@ export class NativeEngine {
   }
 
   /** The feeds of layer `layer`'s tensors from `weights`. */
-  private layerFeeds(weights: SlotBuffers, layer: number): Record<string, Feed> {
+  private layerFeeds(
+    weights: SlotBuffers,
+    layer: number,
+    lora?: EngineLora,
+    tokens = 0,
+  ): Record<string, Feed> {
     const feeds: Record<string, Feed> = {};
     for (const name of this.layerNames) {
       feeds[name] = {
         data: weights.get(layerSlot(layer, name)),
         dims: this.layerShapes.get(name)!,
       };
+    }
+    if (lora) {
+      Object.assign(feeds, lora.adapters.feeds(lora.weights, layer));
+      if (lora.adapters.layer.dropout) {
+        Object.assign(feeds, lora.adapters.masks(lora.maskSeed, layer, tokens));
+      }
     }
     return feeds;
   }
@@ -160,6 +183,7 @@ export class NativeEngine {
     weights: SlotBuffers,
     keep: Keep,
     positions: Int32Array = lossPositions(batch),
+    lora?: EngineLora,
   ): ForwardState {
     const { batchSize: b, seqLen: t, ids, positions: pos } = batch.input;
     const d = this.config.hidden_size;
@@ -179,10 +203,17 @@ export class NativeEngine {
     }
     const layers: ForwardState['layers'] = [];
     const cached = keep === 'cache';
-    const mode: LayerGraphMode = { kind: cached ? 'forward-cache' : 'forward' };
+    const mode: LayerGraphMode = {
+      kind: cached ? 'forward-cache' : 'forward',
+      ...(lora ? { lora: lora.adapters.layer } : {}),
+    };
     const outputs = cached ? ['out', ...LAYER_CACHE] : ['out'];
     for (let layer = 0; layer < this.config.num_hidden_layers; layer++) {
-      const feeds = { x: { data: x, dims: [n, d] }, ...tables, ...this.layerFeeds(weights, layer) };
+      const feeds = {
+        x: { data: x, dims: [n, d] },
+        ...tables,
+        ...this.layerFeeds(weights, layer, lora, n),
+      };
       const out = this.runLayer(mode, feeds, outputs);
       if (keep !== 'none') {
         const entry: ForwardState['layers'][number] = { x };
@@ -205,7 +236,7 @@ export class NativeEngine {
       },
       ['h'],
     );
-    return { batch, tables, layers, last: x, positions, hidden: h! };
+    return { batch, tables, layers, last: x, positions, hidden: h!, ...(lora ? { lora } : {}) };
   }
 
   /** The vocabulary chunks `[offset, end)` for `tokens` rows. */
@@ -320,8 +351,9 @@ export class NativeEngine {
       }
       return feeds;
     };
+    const weightGrad = state.lora === undefined;
     this.backwardFromHead(state, weights, sink, (offset, width, accumulate) => ({
-      mode: { kind: 'grads', entropy, accumulate },
+      mode: { kind: 'grads', entropy, accumulate, weightGrad },
       feeds: feedsOf(offset, width),
     }));
   }
@@ -361,7 +393,7 @@ export class NativeEngine {
         chunk.set(dLogits.subarray(i * vocab + offset, i * vocab + offset + width), i * width);
       }
       return {
-        mode: { kind: 'dlogits', accumulate },
+        mode: { kind: 'dlogits', accumulate, weightGrad: state.lora === undefined },
         feeds: { d_logits: { data: chunk, dims: [m, width] } },
       };
     });
@@ -380,7 +412,9 @@ export class NativeEngine {
   ): void {
     const m = state.positions.length;
     const d = this.config.hidden_size;
-    const headGrad = sink.gradToAdd(this.headSlot);
+    // LoRA trains the adapters only: the head, the norms and the embedding are frozen
+    const trainBase = state.lora === undefined;
+    const headGrad = trainBase ? sink.gradToAdd(this.headSlot) : undefined;
     let dh: Float32Array | undefined;
     for (const [offset, end] of this.chunks(m)) {
       const { mode, feeds } = chunkOf(offset, end - offset, dh !== undefined);
@@ -392,9 +426,9 @@ export class NativeEngine {
           ...feeds,
           ...(dh ? { acc_dh: { data: dh, dims: [m, d] } } : {}),
         },
-        ['g_w', 'dh'],
+        trainBase ? ['g_w', 'dh'] : ['dh'],
       );
-      addInto(headGrad, result.g_w!, offset * d);
+      if (headGrad) addInto(headGrad, result.g_w!, offset * d);
       dh = result.dh!;
     }
     // the final norm's backward on the loss positions, then scattered into [N, d]
@@ -408,7 +442,7 @@ export class NativeEngine {
       },
       ['dx', 'g_ln'],
     );
-    addInto(sink.gradToAdd('norm'), norm.g_ln!, 0);
+    if (trainBase) addInto(sink.gradToAdd('norm'), norm.g_ln!, 0);
     const { batchSize: b, seqLen: t } = state.batch.input;
     const n = b * t;
     let dx: Float32Array = new Float32Array(n * d);
@@ -416,6 +450,7 @@ export class NativeEngine {
     for (let layer = this.config.num_hidden_layers - 1; layer >= 0; layer--) {
       dx = this.layerBackward(state, weights, layer, dx, sink);
     }
+    if (!trainBase) return;
     // the embedding's gradient: a scatter-add of d x over the token ids (in order: deterministic)
     const embedGrad = sink.gradToAdd('embed');
     const ids = state.batch.input.ids;
@@ -426,7 +461,7 @@ export class NativeEngine {
     }
   }
 
-  /** One layer's backward: d of its input; its gradients added into `grads`. */
+  /** One layer's backward: d of its input; its gradients (or its adapters') set into `sink`. */
   private layerBackward(
     state: ForwardState,
     weights: SlotBuffers,
@@ -435,35 +470,44 @@ export class NativeEngine {
     sink: GradSink,
   ): Float32Array {
     const saved = state.layers[layer]!;
-    const n = saved.x.length / this.config.hidden_size;
     const d = this.config.hidden_size;
-    const accumulate = sink.hasGrad(layerSlot(layer, this.layerNames[0]!));
+    const n = saved.x.length / d;
+    const { lora } = state;
+    const names = gradientNames(this.spec, lora?.adapters.layer);
+    // the store slot of each gradient output (`lora_q_a` → `lora.<layer>.q.a`)
+    const slotOf = (name: string) => {
+      if (!lora) return layerSlot(layer, name);
+      const [, module, which] = name.split('_') as [string, LoraModule, 'a' | 'b'];
+      return loraSlot(layer, module, which);
+    };
+    const shapeOf = (name: string) => {
+      if (!lora) return this.layerShapes.get(name)!;
+      return lora.adapters.slots.find((slot) => slot.key === slotOf(name))!.shape;
+    };
+    const accumulate = sink.hasGrad(slotOf(names[0]!));
     const mode: LayerGraphMode = {
       kind: 'backward',
       recompute: saved.cache === undefined,
       accumulate,
+      ...(lora ? { lora: lora.adapters.layer } : {}),
     };
     const feeds: Record<string, Feed> = {
       x: { data: saved.x, dims: [n, d] },
       d_out: { data: dOut, dims: [n, d] },
       ...state.tables,
-      ...this.layerFeeds(weights, layer),
+      ...this.layerFeeds(weights, layer, lora, n),
     };
     if (saved.cache) {
       const dims = cacheShapes(this.spec, state.batch);
       for (const name of LAYER_CACHE) feeds[name] = { data: saved.cache[name]!, dims: dims[name]! };
     }
     if (accumulate) {
-      for (const name of this.layerNames) {
-        feeds[`acc_${name}`] = {
-          data: sink.grads.get(layerSlot(layer, name)),
-          dims: this.layerShapes.get(name)!,
-        };
+      for (const name of names) {
+        feeds[`acc_${name}`] = { data: sink.grads.get(slotOf(name)), dims: shapeOf(name) };
       }
     }
-    const outputs = ['dx', ...this.layerNames.map((name) => `g_${name}`)];
-    const out = this.runLayer(mode, feeds, outputs);
-    for (const name of this.layerNames) sink.setGrad(layerSlot(layer, name), out[`g_${name}`]!);
+    const out = this.runLayer(mode, feeds, ['dx', ...names.map((name) => `g_${name}`)]);
+    for (const name of names) sink.setGrad(slotOf(name), out[`g_${name}`]!);
     return out.dx!;
   }
 }
