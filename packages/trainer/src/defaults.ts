@@ -45,6 +45,24 @@ export const TRAINER_DEFAULTS = Object.freeze({
   numIterations: 1,
   /** AdamW weight decay [`weight_decay` 0.0]. */
   weightDecay: 0,
+  /**
+   * Activation checkpointing: `'auto'` keeps the activations where they fit the memory limit and
+   * recomputes them where they would not [`gradient_checkpointing` False].
+   */
+  gradientCheckpointing: 'auto',
+} as const);
+
+/**
+ * The LoRA settings used when a field of `lora` is not given: PEFT's `LoraConfig` defaults
+ * [`r` 8, `lora_alpha` 8, `lora_dropout` 0.0, `target_modules` for Llama/Qwen2 `q_proj`,
+ * `v_proj`, `use_rslora` False].
+ */
+export const LORA_DEFAULTS = Object.freeze({
+  r: 8,
+  alpha: 8,
+  dropout: 0,
+  targetModules: Object.freeze(['q_proj', 'v_proj'] as const),
+  rslora: false,
 } as const);
 
 /** The type of {@link TRAINER_DEFAULTS}. */

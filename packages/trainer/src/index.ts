@@ -6,7 +6,7 @@ export type {
 } from './backend/select-backend.js';
 export { activeBackend, BACKEND_NAMES, selectBackend } from './backend/select-backend.js';
 export type { TrainerDefaults } from './defaults.js';
-export { ADAMW_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from './defaults.js';
+export { ADAMW_DEFAULTS, LORA_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from './defaults.js';
 export { TrainingStalledError } from './errors/training-stalled-error.js';
 export type { GrpoTrainerOptions } from './grpo/create-grpo-trainer.js';
 export { createGrpoTrainer } from './grpo/create-grpo-trainer.js';

@@ -8,16 +8,18 @@ import {
   validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
-import { type Checkpoint, type LlamaConfig, llamaBiases, parseLlamaConfig } from '@rlvr/model';
+import { type Checkpoint, type LlamaConfig, parseLlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { ortMatMulActive } from '../backend/ort-matmul.js';
 import { activeBackend, type BackendName } from '../backend/select-backend.js';
 import {
+  baseParts,
   cloneNativeParts,
   createNativeParts,
   type NativeParts,
   nativeLogits,
 } from '../native/native-model.js';
+import { expectedShapes, validatedTensors } from './checkpoint-tensors.js';
 import { llamaBackward } from './llama-backward.js';
 import { llamaForward } from './llama-forward.js';
 import { type MatMulOps, matMulOps } from './ops.js';
@@ -205,7 +207,9 @@ export class LlamaModel {
   }
 
   /**
-   * The weights as a Hugging Face-named checkpoint (linear weights back in `[out, in]` layout).
+   * The weights as a Hugging Face-named checkpoint (linear weights back in `[out, in]` layout;
+   * with LoRA adapters attached by a trainer, the merged weights `W + s·B·A`: PEFT's
+   * `merge_and_unload`).
    *
    * @example
    * ```ts
@@ -233,23 +237,47 @@ export class LlamaModel {
         expected: 'an integer >= 0',
       });
     }
-    if (this.native) return { step, tensors: this.native.store.weights.toNamedTensors() };
+    if (this.native) {
+      const tensors = this.native.store.weights.toNamedTensors();
+      // a sampler samples from the merged weights W + s·B·A (the targeted projections are new arrays)
+      const { lora } = this.native;
+      return { step, tensors: lora ? lora.merged(tensors) : tensors };
+    }
     return { step, tensors: this.exportTensors() };
   }
 
-  /** A frozen copy of the weights on the same engine (a reference policy). @internal */
-  async frozenCopy(): Promise<LlamaModel> {
+  /**
+   * A frozen copy of the weights (or of `checkpoint`'s, same config) on the same engine, sharing
+   * the native engine's sessions: a reference policy. @internal
+   */
+  async frozenCopy(checkpoint?: Checkpoint): Promise<LlamaModel> {
     if (this.native) {
-      return new LlamaModel(this.config, new Map(), this.backend, cloneNativeParts(this.native));
+      const copy = cloneNativeParts(this.native);
+      if (checkpoint) {
+        const functionName = 'createPolicyTrainer';
+        copy.store.weights.load(validatedTensors(this.config, checkpoint, { functionName }));
+      }
+      return new LlamaModel(this.config, new Map(), this.backend, copy);
     }
-    return createLlamaModel(this.toCheckpoint(), { engine: 'tfjs' });
+    return createLlamaModel(checkpoint ?? this.toCheckpoint(), { engine: 'tfjs' });
+  }
+
+  /** The model without its LoRA adapters (same weights and sessions): LoRA's reference. @internal */
+  baseModel(): LlamaModel {
+    return new LlamaModel(this.config, new Map(), this.backend, baseParts(this.native!));
   }
 
   private exportTensors(): NamedTensor[] {
     if (this.native) {
-      return this.native.store.weights
-        .toNamedTensors()
-        .map((t) => ({ name: t.name, shape: t.shape, data: Float32Array.from(t.data) }));
+      const tensors = this.native.store.weights.toNamedTensors();
+      const { lora } = this.native;
+      const merged = lora ? lora.merged(tensors) : tensors;
+      // copies: a checkpoint outlives the next optimizer step
+      return merged.map((t) => ({
+        name: t.name,
+        shape: t.shape,
+        data: tensors.includes(t) ? Float32Array.from(t.data) : t.data,
+      }));
     }
     const out: NamedTensor[] = [];
     for (const [name, tensor] of this.params) {
@@ -345,76 +373,30 @@ export async function createLlamaModel(
   const backend = activeBackend();
   const engine: ModelEngine =
     requested === 'auto' ? (ortMatMulActive() ? 'native' : 'tfjs') : requested;
-  const expected = expectedShapes(config);
-  const byName = new Map<string, NamedTensor>();
-  for (const tensor of checkpoint.tensors) {
-    if (!expected.has(tensor.name)) {
-      throw new InvalidArgumentError({
-        parameter: `checkpoint.tensors['${tensor.name}']`,
-        functionName,
-        value: tensor.name,
-        expected: `a tensor name of this config (${expected.size} names, e.g. 'model.embed_tokens.weight')`,
-      });
-    }
-    byName.set(tensor.name, tensor);
-  }
+  const tensors = validatedTensors(config, checkpoint, { functionName, checkFinite });
   const params: Params = new Map();
-  try {
-    for (const [name, shape] of expected) {
-      const tensor = byName.get(name);
-      if (tensor === undefined) {
-        throw new InvalidArgumentError({
-          parameter: `checkpoint.tensors['${name}']`,
-          functionName,
-          value: undefined,
-          expected: `a tensor of shape [${shape.join(', ')}]`,
+  if (engine === 'tfjs') {
+    const shapes = expectedShapes(config);
+    try {
+      for (const [name, data] of tensors) {
+        const shape = shapes.get(name)!;
+        const value = tf.tidy(() => {
+          const loaded = tf.tensor(data, shape);
+          return isLinear(name) ? tf.transpose(loaded) : loaded;
         });
+        params.set(name, value);
       }
-      const size = shape.reduce((a, c) => a * c, 1);
-      if (
-        tensor.shape.length !== shape.length ||
-        tensor.shape.some((dimension, index) => dimension !== shape[index]) ||
-        !(tensor.data instanceof Float32Array) ||
-        tensor.data.length !== size
-      ) {
-        throw new ShapeMismatchError({
-          parameter: `checkpoint.tensors['${name}']`,
-          functionName,
-          expected: `shape [${shape.join(', ')}] with ${size} float32 values`,
-          actual: `shape [${tensor.shape.join(', ')}] with ${tensor.data?.length} values`,
-        });
-      }
-      if (checkFinite) {
-        for (let index = 0; index < tensor.data.length; index++) {
-          if (!Number.isFinite(tensor.data[index]!)) {
-            throw new InvalidArgumentError({
-              parameter: `checkpoint.tensors['${name}'].data[${index}]`,
-              functionName,
-              value: tensor.data[index],
-              expected: 'a finite weight',
-            });
-          }
-        }
-      }
-      if (engine === 'native') continue;
-      const value = tf.tidy(() => {
-        const loaded = tf.tensor(tensor.data, shape);
-        return isLinear(name) ? tf.transpose(loaded) : loaded;
+    } catch (error) {
+      for (const tensor of params.values()) tensor.dispose();
+      throw new RlvrError(ErrorCode.MODEL_LOAD_FAILED, `Could not load the checkpoint into tfjs`, {
+        cause: error,
       });
-      params.set(name, value);
     }
-  } catch (error) {
-    for (const tensor of params.values()) tensor.dispose();
-    if (RlvrError.isInstance(error)) throw error;
-    throw new RlvrError(ErrorCode.MODEL_LOAD_FAILED, `Could not load the checkpoint into tfjs`, {
-      cause: error,
-    });
   }
   if (engine === 'tfjs') return new LlamaModel(config, params, backend);
   let native: NativeParts;
   try {
-    const data = new Map([...byName].map(([name, tensor]) => [name, tensor.data]));
-    native = await createNativeParts(config, data);
+    native = await createNativeParts(config, tensors);
   } catch (error) {
     throw new RlvrError(
       ErrorCode.UNAVAILABLE,
@@ -423,32 +405,4 @@ export async function createLlamaModel(
     );
   }
   return new LlamaModel(config, params, backend, native);
-}
-
-function expectedShapes(config: LlamaConfig): Map<string, number[]> {
-  const h = config.hidden_size;
-  const q = config.num_attention_heads * config.head_dim;
-  const kv = config.num_key_value_heads * config.head_dim;
-  const m = config.intermediate_size;
-  const { qkv: qkvBias, o: oBias } = llamaBiases(config);
-  const shapes = new Map<string, number[]>([['model.embed_tokens.weight', [config.vocab_size, h]]]);
-  for (let layer = 0; layer < config.num_hidden_layers; layer++) {
-    const prefix = `model.layers.${layer}`;
-    shapes.set(`${prefix}.self_attn.q_proj.weight`, [q, h]);
-    if (qkvBias) shapes.set(`${prefix}.self_attn.q_proj.bias`, [q]);
-    shapes.set(`${prefix}.self_attn.k_proj.weight`, [kv, h]);
-    if (qkvBias) shapes.set(`${prefix}.self_attn.k_proj.bias`, [kv]);
-    shapes.set(`${prefix}.self_attn.v_proj.weight`, [kv, h]);
-    if (qkvBias) shapes.set(`${prefix}.self_attn.v_proj.bias`, [kv]);
-    shapes.set(`${prefix}.self_attn.o_proj.weight`, [h, q]);
-    if (oBias) shapes.set(`${prefix}.self_attn.o_proj.bias`, [h]);
-    shapes.set(`${prefix}.mlp.gate_proj.weight`, [m, h]);
-    shapes.set(`${prefix}.mlp.up_proj.weight`, [m, h]);
-    shapes.set(`${prefix}.mlp.down_proj.weight`, [h, m]);
-    shapes.set(`${prefix}.input_layernorm.weight`, [h]);
-    shapes.set(`${prefix}.post_attention_layernorm.weight`, [h]);
-  }
-  shapes.set('model.norm.weight', [h]);
-  if (!config.tie_word_embeddings) shapes.set('lm_head.weight', [config.vocab_size, h]);
-  return shapes;
 }

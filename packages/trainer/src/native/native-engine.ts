@@ -16,6 +16,7 @@ import {
   gradientNames,
   LAYER_CACHE,
   type LayerGraphMode,
+  type LayerLora,
   type LayerSpec,
   type LoraModule,
   layerGraph,
@@ -34,7 +35,13 @@ export type Keep = 'none' | 'recompute' | 'cache';
  * dropout masks (the backward draws the same). Without them the base model runs alone (the
  * reference policy of a LoRA run: adapters off). @internal
  */
-export type EngineLora = { adapters: LoraAdapters; weights: SlotBuffers; maskSeed: number };
+export type EngineLora = {
+  adapters: LoraAdapters;
+  weights: SlotBuffers;
+  maskSeed: number;
+  /** The adapters' graph settings, when not the adapters' own (no dropout in evaluation). */
+  layer?: LayerLora;
+};
 
 /** A forward pass's saved state. @internal */
 export type ForwardState = {
@@ -167,7 +174,7 @@ export class NativeEngine {
     }
     if (lora) {
       Object.assign(feeds, lora.adapters.feeds(lora.weights, layer));
-      if (lora.adapters.layer.dropout) {
+      if ((lora.layer ?? lora.adapters.layer).dropout) {
         Object.assign(feeds, lora.adapters.masks(lora.maskSeed, layer, tokens));
       }
     }
@@ -205,7 +212,7 @@ export class NativeEngine {
     const cached = keep === 'cache';
     const mode: LayerGraphMode = {
       kind: cached ? 'forward-cache' : 'forward',
-      ...(lora ? { lora: lora.adapters.layer } : {}),
+      ...(lora ? { lora: lora.layer ?? lora.adapters.layer } : {}),
     };
     const outputs = cached ? ['out', ...LAYER_CACHE] : ['out'];
     for (let layer = 0; layer < this.config.num_hidden_layers; layer++) {
@@ -473,7 +480,8 @@ export class NativeEngine {
     const d = this.config.hidden_size;
     const n = saved.x.length / d;
     const { lora } = state;
-    const names = gradientNames(this.spec, lora?.adapters.layer);
+    const layerLora = lora ? (lora.layer ?? lora.adapters.layer) : undefined;
+    const names = gradientNames(this.spec, layerLora);
     // the store slot of each gradient output (`lora_q_a` → `lora.<layer>.q.a`)
     const slotOf = (name: string) => {
       if (!lora) return layerSlot(layer, name);
@@ -489,7 +497,7 @@ export class NativeEngine {
       kind: 'backward',
       recompute: saved.cache === undefined,
       accumulate,
-      ...(lora ? { lora: lora.adapters.layer } : {}),
+      ...(layerLora ? { lora: layerLora } : {}),
     };
     const feeds: Record<string, Feed> = {
       x: { data: saved.x, dims: [n, d] },

@@ -8,7 +8,8 @@ import { availableParallelism } from 'node:os';
 import type { LlamaConfig } from '@rlvr/model';
 import type { PreparedInput } from '../model/prepared-input.js';
 import type { TokenBatch } from '../train/batch.js';
-import { type Keep, NativeEngine } from './native-engine.js';
+import type { LoraAdapters } from './lora-adapters.js';
+import { type EngineLora, type Keep, NativeEngine } from './native-engine.js';
 import { loadOrtRuntime, SessionCache } from './ort-runtime.js';
 import { storeSlots } from './param-store.js';
 import { TrainStore } from './train-store.js';
@@ -25,6 +26,8 @@ export type NativeParts = {
    * (each layer's forward again from its input: checkpointing). Set by the trainer.
    */
   activations: Keep;
+  /** LoRA adapters attached by a trainer (`lora` option): they train, the base is frozen. */
+  lora?: LoraAdapters;
 };
 
 /** Threads of the native engine's sessions (all cores unless set). */
@@ -68,11 +71,32 @@ export function cloneNativeParts(parts: NativeParts): NativeParts {
   };
 }
 
-/** The logits `[B·T·V]` of every position of `input` (temperature 1). @internal */
+/**
+ * The adapters of `parts` for an evaluation forward (no dropout), or undefined without LoRA.
+ * @internal
+ */
+export function evalLora(parts: NativeParts): EngineLora | undefined {
+  const { lora } = parts;
+  if (!lora) return undefined;
+  return {
+    adapters: lora,
+    weights: lora.store.weights,
+    maskSeed: 0,
+    layer: { ...lora.layer, dropout: false },
+  };
+}
+
+/** The logits `[B·T·V]` of every position of `input` (temperature 1; adapters on). @internal */
 export function nativeLogits(parts: NativeParts, input: PreparedInput): Float32Array {
   const n = input.batchSize * input.seqLen;
   const batch: TokenBatch = { input, targets: new Int32Array(n), slots: [] };
   const positions = Int32Array.from({ length: n }, (_, index) => index);
-  const state = parts.engine.forward(batch, parts.store.weights, 'none', positions);
-  return parts.engine.logits(state, parts.store.weights);
+  const weights = parts.store.weights;
+  const state = parts.engine.forward(batch, weights, 'none', positions, evalLora(parts));
+  return parts.engine.logits(state, weights);
+}
+
+/** The same model without its adapters (shares the weights and sessions): LoRA's reference. */
+export function baseParts(parts: NativeParts): NativeParts {
+  return { ...parts, lora: undefined, ownsSessions: false };
 }

@@ -43,8 +43,9 @@ export type LogitsGradientFunction = (
 ) => tf.Tensor2D;
 
 /**
- * Splits `sequences` into micro-batches of at most `microBatchSize` sequences, each laid out for
- * the model (optionally packed). @internal
+ * Splits `sequences` (in order) into micro-batches of at most `microBatchSize` sequences and, with
+ * `tokenBudget`, at most that many tokens (rows × row length), each laid out for the model
+ * (optionally packed). @internal
  */
 export function microBatches(
   model: LlamaModel,
@@ -52,6 +53,7 @@ export function microBatches(
   sequences: readonly TokenSequence[],
   functionName: string,
   layout?: SftStepOptions,
+  tokenBudget?: number,
 ): MicroBatch[] {
   if (!Array.isArray(sequences) || sequences.length === 0) {
     throw new InvalidArgumentError({
@@ -62,23 +64,39 @@ export function microBatches(
     });
   }
   const config = model.config;
+  const build = (indices: number[]) =>
+    buildTokenBatch(
+      indices.map((index) => sequences[index]!),
+      {
+        functionName,
+        vocabSize: config.vocab_size,
+        maxLength: config.max_position_embeddings,
+        pack: layout?.pack ?? false,
+        ...(layout?.rowLength === undefined ? {} : { rowLength: layout.rowLength }),
+      },
+    );
+  const tokensOf = (batch: TokenBatch) => batch.input.batchSize * batch.input.seqLen;
   const batches: MicroBatch[] = [];
-  for (let start = 0; start < sequences.length; start += microBatchSize) {
-    const end = Math.min(sequences.length, start + microBatchSize);
-    const indices = Array.from({ length: end - start }, (_, offset) => start + offset);
-    batches.push({
-      indices,
-      batch: buildTokenBatch(
-        indices.map((index) => sequences[index]!),
-        {
-          functionName,
-          vocabSize: config.vocab_size,
-          maxLength: config.max_position_embeddings,
-          pack: layout?.pack ?? false,
-          ...(layout?.rowLength === undefined ? {} : { rowLength: layout.rowLength }),
-        },
-      ),
-    });
+  let start = 0;
+  while (start < sequences.length) {
+    // at most microBatchSize sequences, and (with a budget) rows × row length within it; a
+    // sequence over the budget alone is a micro-batch of its own
+    let end = Math.min(sequences.length, start + microBatchSize);
+    let indices = Array.from({ length: end - start }, (_, offset) => start + offset);
+    let batch = build(indices);
+    if (tokenBudget !== undefined && tokensOf(batch) > tokenBudget) {
+      end = start + 1;
+      batch = build([start]);
+      while (end < Math.min(sequences.length, start + microBatchSize)) {
+        const next = build([...Array.from({ length: end - start + 1 }, (_, o) => start + o)]);
+        if (tokensOf(next) > tokenBudget) break;
+        batch = next;
+        end += 1;
+      }
+      indices = Array.from({ length: end - start }, (_, offset) => start + offset);
+    }
+    batches.push({ indices, batch });
+    start = end;
   }
   return batches;
 }
@@ -204,11 +222,13 @@ export function accumulateGradients(
   mask: Ragged,
   lossOf: LossFunction,
   temperature = 1,
+  maskSeed?: (micro: number) => number,
 ): Accumulated {
   const totals = emptyTotals();
   if (model.native) {
     const { native } = model;
-    nativeAccumulate(native, micro, members, mask, lossOf, temperature, native.activations, totals);
+    const keep = native.activations;
+    nativeAccumulate(native, micro, members, mask, lossOf, temperature, keep, totals, maskSeed);
     // the gradients live in the model's store
     return { grads: new Map(), ...totals };
   }

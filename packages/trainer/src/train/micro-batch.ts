@@ -10,8 +10,11 @@ import { type Accumulated, addLossMetrics, emptySums } from './step-metrics.js';
 /** Per sequence, per completion token. @internal */
 export type Ragged = number[][];
 
-/** A group of sequences laid out as one model input. @internal */
-export type MicroBatch = { indices: number[]; batch: TokenBatch };
+/**
+ * A group of sequences laid out as one model input; on the native engine, whether its backward
+ * keeps (`cache`) or recomputes its activations (chosen by the trainer's memory plan). @internal
+ */
+export type MicroBatch = { indices: number[]; batch: TokenBatch; keep?: 'cache' | 'recompute' };
 
 /** Per micro-batch: the loss and d loss / d logprob (and / d entropy) per token. @internal */
 export type LossFunction = (

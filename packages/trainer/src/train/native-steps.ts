@@ -7,8 +7,8 @@
  * as `keep` says (cache or recompute: `gradientCheckpointing`). @internal
  */
 import { NonFiniteError, ShapeMismatchError } from '@rlvr/core';
-import type { Keep, NativeEngine } from '../native/native-engine.js';
-import type { NativeParts } from '../native/native-model.js';
+import type { EngineLora, Keep, NativeEngine } from '../native/native-engine.js';
+import { evalLora, type NativeParts } from '../native/native-model.js';
 import type { TrainStore } from '../native/train-store.js';
 import {
   type AdamWOptions,
@@ -59,8 +59,9 @@ export function nativeForwardLogprobs(
   const { engine, store } = parts;
   const logprobs: Ragged = new Array(count);
   const entropies: Ragged = new Array(count);
+  const lora = evalLora(parts);
   for (const { indices, batch } of micro) {
-    const state = engine.forward(batch, store.weights, 'none');
+    const state = engine.forward(batch, store.weights, 'none', undefined, lora);
     const stats = engine.stats(state, store.weights, temperature);
     let offset = 0;
     indices.forEach((sequence, position) => {
@@ -74,8 +75,22 @@ export function nativeForwardLogprobs(
 }
 
 /**
+ * The store that trains (the adapters' with LoRA, else the model's) and the adapters of a
+ * training forward (dropout masks seeded by `maskSeed`). @internal
+ */
+export function trainedParts(
+  parts: NativeParts,
+  maskSeed: number,
+): { trained: TrainStore; lora: EngineLora | undefined } {
+  const { lora } = parts;
+  if (!lora) return { trained: parts.store, lora: undefined };
+  return { trained: lora.store, lora: { adapters: lora, weights: lora.store.weights, maskSeed } };
+}
+
+/**
  * Forward, `lossOf` (on that forward's logprobs and entropies at `temperature`) and backward over
- * the micro-batches holding `members`; the gradients are summed into the store (cleared first).
+ * the micro-batches holding `members`; the gradients are summed into the trained store (cleared
+ * first). `maskSeed(i)` seeds micro-batch i's LoRA dropout masks.
  */
 export function nativeAccumulate(
   parts: NativeParts,
@@ -86,15 +101,17 @@ export function nativeAccumulate(
   temperature: number,
   keep: Keep,
   totals: Totals,
+  maskSeed: (micro: number) => number = () => 0,
 ): void {
   const { engine, store } = parts;
-  store.clearGrads();
-  for (const microBatch of micro) {
+  trainedParts(parts, 0).trained.clearGrads();
+  for (const [microIndex, microBatch] of micro.entries()) {
     const local = membersIn(microBatch, members);
     if (local.length === 0) continue;
     const { batch } = microBatch;
+    const { trained, lora } = trainedParts(parts, maskSeed(microIndex));
     const positions = positionsOf(batch, local);
-    const state = engine.forward(batch, store.weights, keep, positions);
+    const state = engine.forward(batch, store.weights, microBatch.keep ?? keep, positions, lora);
     const stats = engine.stats(state, store.weights, temperature);
     const full = {
       logprobs: scatter(batch, positions, stats.logprobs),
@@ -115,7 +132,7 @@ export function nativeAccumulate(
       state,
       store.weights,
       { temperature, lossWeights, ...(entropyWeights ? { entropyWeights } : {}), stats },
-      store,
+      trained,
     );
   }
 }
@@ -134,18 +151,20 @@ export function nativeAccumulateLogits(
   keep: Keep,
   check: (out: ReturnType<LogitsLossFunction>, rows: number) => void,
   functionName: string,
+  maskSeed: (micro: number) => number = () => 0,
 ): number {
   const { engine, store } = parts;
   const vocab = engine.config.vocab_size;
   const members = new Set(sequences.map((_, index) => index));
-  store.clearGrads();
+  trainedParts(parts, 0).trained.clearGrads();
   let loss = 0;
-  for (const microBatch of micro) {
+  for (const [microIndex, microBatch] of micro.entries()) {
     const local = membersIn(microBatch, members);
     if (local.length === 0) continue;
     const { batch } = microBatch;
+    const { trained, lora } = trainedParts(parts, maskSeed(microIndex));
     const positions = positionsOf(batch, local);
-    const state = engine.forward(batch, store.weights, keep, positions);
+    const state = engine.forward(batch, store.weights, microBatch.keep ?? keep, positions, lora);
     const logits = engine.logits(state, store.weights);
     const rows: LogitsRow[] = [];
     for (const { sequence } of local) {
@@ -181,7 +200,7 @@ export function nativeAccumulateLogits(
         dLogits[r * vocab + v] = value;
       }
     });
-    engine.backwardLogits(state, store.weights, dLogits, store);
+    engine.backwardLogits(state, store.weights, dLogits, trained);
   }
   return loss;
 }

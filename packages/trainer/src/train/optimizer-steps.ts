@@ -3,6 +3,7 @@ import type { LlamaModel } from '../model/llama-model.js';
 import type { AdamW } from '../optim/adamw.js';
 import { type LearningRateSchedule, learningRateAt } from '../optim/schedule.js';
 import { clipAndApply } from './gradient-engine.js';
+import type { StepMemory } from './memory-plan.js';
 import type { NativeAdamW } from './native-steps.js';
 import type { NonFiniteGuard } from './non-finite-guard.js';
 import { type Accumulated, EMPTY_LOSS_METRICS, lossMetricsOf } from './step-metrics.js';
@@ -15,6 +16,10 @@ export type StepState = {
   schedule: LearningRateSchedule;
   maxGradNorm: number;
   microBatchSize: number;
+  /** The token budget of a micro-batch (`microBatchTokens`; the memory plan's on native). */
+  microBatchTokens: number | undefined;
+  /** The native engine's memory decisions (budgets, checkpointing per micro-batch). */
+  memory?: StepMemory;
   grpo: ResolvedGrpoLoss;
   guard: NonFiniteGuard;
 };

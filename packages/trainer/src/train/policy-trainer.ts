@@ -1,10 +1,15 @@
 import {
+  ErrorCode,
   InvalidArgumentError,
   NonFiniteError,
+  RlvrError,
+  rejectIneffective,
   type ShapeMismatchError,
   validateOptions,
 } from '@rlvr/core';
-import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
+import type { LlamaModel } from '../model/llama-model.js';
+import { LoraAdapters } from '../native/lora-adapters.js';
+import { layerSpecOf } from '../native/param-store.js';
 import { AdamW } from '../optim/adamw.js';
 import type { TokenSequence } from './batch.js';
 import {
@@ -18,6 +23,7 @@ import {
 } from './gradient-engine.js';
 import { grpoLossFunction, prepareGrpo, validateGrpoInput } from './grpo-loss.js';
 import { logitsGradients } from './logits-loss.js';
+import { assertStaticFit, StepMemory } from './memory-plan.js';
 import { NativeAdamW } from './native-steps.js';
 import { NonFiniteGuard } from './non-finite-guard.js';
 import { OptimizerSteps, optimizerMetrics, type StepState } from './optimizer-steps.js';
@@ -82,10 +88,13 @@ export class PolicyTrainer {
     const resolved = settings as ResolvedTrainerOptions;
     this.model = model;
     this.reference = reference;
+    const { native } = model;
     const state: StepState = {
-      optimizer: model.native
-        ? new NativeAdamW(model.native.store, resolved.optimizer)
+      optimizer: native
+        ? new NativeAdamW(native.lora?.store ?? native.store, resolved.optimizer)
         : new AdamW(resolved.optimizer),
+      ...(native ? { memory: new StepMemory(model.config, resolved) } : {}),
+      microBatchTokens: resolved.microBatchTokens,
       schedule: resolved.schedule,
       maxGradNorm: resolved.maxGradNorm,
       microBatchSize: resolved.microBatchSize,
@@ -148,7 +157,7 @@ export class PolicyTrainer {
       opts.temperature === undefined
         ? grpo.temperature
         : validateTemperature(opts.temperature, 'options.temperature', functionName);
-    const micro = microBatches(this.model, microBatchSize, sequences, functionName);
+    const micro = this.microBatches(sequences, functionName);
     const out = forwardLogprobs(this.model, micro, sequences.length, temperature);
     const bad = firstNonFinite(out.logprobs) ?? firstNonFinite(out.entropies);
     if (bad && !guard.skips) {
@@ -182,7 +191,7 @@ export class PolicyTrainer {
     this.model.assertLive('grpoStep');
     const { grpo, guard, microBatchSize } = inner(this);
     const input = validateGrpoInput(batch, options, grpo, functionName);
-    const micro = microBatches(this.model, microBatchSize, input.sequences, functionName);
+    const micro = this.microBatches(input.sequences, functionName);
     const started = performance.now();
     const prepared = guard.guard(
       () => prepareGrpo(this.model, this.reference, micro, input, grpo, functionName),
@@ -253,7 +262,8 @@ export class PolicyTrainer {
     };
     return optimizerMetrics(
       stepsOf(this).optimizerStep(
-        () => accumulateGradients(this.model, micro, members, mask, crossEntropy),
+        () =>
+          accumulateGradients(this.model, micro, members, mask, crossEntropy, 1, this.maskSeeds()),
         functionName,
       ),
     );
@@ -309,6 +319,17 @@ export class PolicyTrainer {
     );
   }
 
+  /**
+   * The seeds of the next update's LoRA dropout masks, one per micro-batch: a function of the
+   * adapters' seed, the update's number and the micro-batch (so a resumed run draws the same).
+   */
+  private maskSeeds(): (micro: number) => number {
+    const seed = this.model.native?.lora?.settings.seed ?? 0;
+    const update = inner(this).optimizer.step + 1;
+    return (micro) =>
+      (Math.imul(seed + 1, 0x9e3779b1) ^ Math.imul(update, 0x85ebca6b) ^ micro) >>> 0;
+  }
+
   /** The optimizer state and counters as plain data. */
   getState(): PolicyTrainerState {
     const { optimizer, guard } = inner(this);
@@ -343,7 +364,36 @@ export class PolicyTrainer {
       functionName,
       known: LAYOUT_KEYS,
     });
-    return microBatches(this.model, inner(this).microBatchSize, sequences, functionName, layout);
+    return this.microBatches(sequences, functionName, layout);
+  }
+
+  /**
+   * The micro-batches of `sequences`: at most `microBatchSize` sequences and the token budget
+   * (`microBatchTokens`, or on the native engine the memory plan's), each with its activation
+   * mode on the native engine (a micro-batch that cannot fit is a `MemoryLimitError` now, before
+   * any forward).
+   */
+  private microBatches(
+    sequences: readonly TokenSequence[],
+    functionName: string,
+    layout?: SftStepOptions,
+  ): MicroBatch[] {
+    const { microBatchSize, memory, microBatchTokens } = inner(this);
+    const longest = Array.isArray(sequences)
+      ? sequences.reduce(
+          (max, s) => Math.max(max, (s?.promptIds?.length ?? 0) + (s?.completionIds?.length ?? 0)),
+          1,
+        )
+      : 1;
+    const budget = memory ? memory.budget(layout?.rowLength ?? longest) : microBatchTokens;
+    const micro = microBatches(this.model, microBatchSize, sequences, functionName, layout, budget);
+    if (memory) {
+      for (const entry of micro) {
+        const { batchSize, seqLen } = entry.batch.input;
+        entry.keep = memory.keep(batchSize, seqLen, functionName);
+      }
+    }
+    return micro;
   }
 }
 
@@ -381,11 +431,69 @@ export async function createPolicyTrainer(
   }
   model.assertLive(functionName);
   const resolved = resolveTrainerOptions(options, functionName);
+  checkEngineOptions(model, options ?? {}, resolved, functionName);
+  const { native } = model;
+  if (native) {
+    // refuses, before anything is allocated, a model that cannot train within the limit
+    assertStaticFit(model.config, resolved, functionName);
+    if (resolved.lora) {
+      native.lora = new LoraAdapters(
+        layerSpecOf(model.config),
+        model.config.num_hidden_layers,
+        resolved.lora,
+      );
+    }
+  }
   const reference =
     resolved.grpo.beta > 0
-      ? resolved.referenceCheckpoint
-        ? await createLlamaModel(resolved.referenceCheckpoint, { engine: model.engine })
-        : await model.frozenCopy()
+      ? resolved.lora
+        ? model.baseModel()
+        : resolved.referenceCheckpoint
+          ? await model.frozenCopy(resolved.referenceCheckpoint)
+          : await model.frozenCopy()
       : undefined;
   return new PolicyTrainer(model, reference, resolved);
+}
+
+/** The options that need the native engine, or a model without adapters. */
+function checkEngineOptions(
+  model: LlamaModel,
+  options: PolicyTrainerOptions,
+  resolved: ResolvedTrainerOptions,
+  functionName: string,
+): void {
+  if (!model.native) {
+    if (resolved.lora) {
+      throw new RlvrError(
+        ErrorCode.UNAVAILABLE,
+        `${functionName}(): 'options.lora' needs a model on the native engine (onnxruntime-node installed; createLlamaModel(checkpoint, { engine: 'native' })); this one is on '${model.engine}'`,
+      );
+    }
+    if (options.gradientCheckpointing === true) {
+      rejectIneffective({
+        parameter: 'options.gradientCheckpointing',
+        value: true,
+        because:
+          "the model is on the tfjs engine, which keeps every activation (checkpointing is the native engine's)",
+        functionName,
+      });
+    }
+    return;
+  }
+  if (model.native.lora) {
+    throw new InvalidArgumentError({
+      parameter: 'model',
+      functionName,
+      value: '(a model with LoRA adapters)',
+      expected: 'a model without adapters (another trainer attached its own): create a new model',
+    });
+  }
+  if (resolved.lora && resolved.referenceCheckpoint) {
+    rejectIneffective({
+      parameter: 'options.referenceCheckpoint',
+      value: '(a checkpoint)',
+      because: 'with LoRA the reference policy is the base model with its adapters off',
+      functionName,
+    });
+  }
 }

@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os';
 import {
   InvalidArgumentError,
   type KlEstimator,
@@ -13,7 +14,8 @@ import {
   validateOptions,
 } from '@rlvr/core';
 import type { Checkpoint } from '@rlvr/model';
-import { ADAMW_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from '../defaults.js';
+import { ADAMW_DEFAULTS, LORA_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from '../defaults.js';
+import { LORA_MODULES, type LoraModule } from '../native/layer-graph.js';
 import type { AdamWOptions } from '../optim/adamw.js';
 import { type LearningRateSchedule, validateSchedule } from '../optim/schedule.js';
 import { POLICY_TRAINER_OPTION_KEYS } from '../policy-trainer-option-keys.js';
@@ -53,6 +55,29 @@ export type GrpoLossConfig = {
   mismatch?: { mode?: MismatchMode; cap?: number; lowerThreshold?: number };
 };
 
+/**
+ * LoRA adapters (Hugging Face PEFT's `LoraConfig`; its names in brackets, its defaults): the base
+ * model is frozen and only the adapters train. Native engine only.
+ */
+export type LoraOptions = {
+  /** Rank r (default 8) [`r`]. */
+  r?: number;
+  /** α: the adapters' output is scaled by α / r (default 8) [`lora_alpha`]. */
+  alpha?: number;
+  /** Dropout probability on the adapters' inputs during training steps (default 0) [`lora_dropout`]. */
+  dropout?: number;
+  /**
+   * Projections to adapt: PEFT module names (`q_proj`, `k_proj`, `v_proj`, `o_proj`, `gate_proj`,
+   * `up_proj`, `down_proj`) or `'all-linear'` (all of them; not `lm_head`, as PEFT). Default
+   * PEFT's for Llama/Qwen2: `['q_proj', 'v_proj']` [`target_modules`].
+   */
+  targetModules?: readonly string[] | 'all-linear';
+  /** rsLoRA: scale α / √r instead of α / r (default false) [`use_rslora`]. */
+  rslora?: boolean;
+  /** Seed of the adapters' initialization and of the dropout masks (default 0). */
+  seed?: number;
+};
+
 /** Options of {@link createPolicyTrainer}; defaults are {@link TRAINER_DEFAULTS}. */
 export type PolicyTrainerOptions = {
   /**
@@ -66,6 +91,28 @@ export type PolicyTrainerOptions = {
   maxGradNorm?: number;
   /** Sequences per forward/backward pass; gradients accumulate (default: all at once). */
   microBatchSize?: number;
+  /**
+   * Token budget of a forward/backward pass (rows × row length, padding included): sequences are
+   * split into micro-batches that stay under it (a sequence longer than the budget is a
+   * micro-batch of its own); the update does not depend on the split. Default on the native
+   * engine: the largest the memory limit allows (see {@link planMemory}); unlimited on tfjs.
+   */
+  microBatchTokens?: number;
+  /**
+   * Recompute each layer's activations in the backward instead of keeping them from the forward
+   * (activation checkpointing; Hugging Face's `gradient_checkpointing`): less memory, ~1/3 more
+   * compute. `'auto'` (default): off when the kept activations fit the memory limit, on where
+   * they would not. Native engine only (the tfjs engine keeps every activation).
+   */
+  gradientCheckpointing?: boolean | 'auto';
+  /**
+   * The memory the training process may use (default `os.totalmem()`): `createPolicyTrainer`
+   * refuses a model whose weights, gradients, optimizer state and reference do not fit with a
+   * `MemoryLimitError` naming what would fit, and steps size their micro-batches to it.
+   */
+  memoryLimitBytes?: number;
+  /** LoRA adapters (PEFT's): train them instead of the model's weights (native engine). */
+  lora?: LoraOptions;
   /**
    * NaN/Inf loss, gradients or logprobs: skip the update and count it (`skip`, default) or throw
    * a `NonFiniteError` (`error`).
@@ -83,6 +130,16 @@ export type PolicyTrainerOptions = {
    * current weights). Pass the saved reference when resuming a run.
    */
   referenceCheckpoint?: Checkpoint;
+};
+
+/** {@link LoraOptions} with its defaults filled in (targets as module keys). @internal */
+export type ResolvedLora = {
+  r: number;
+  alpha: number;
+  dropout: number;
+  targetModules: LoraModule[];
+  rslora: boolean;
+  seed: number;
 };
 
 /** {@link GrpoLossConfig} with its defaults filled in. @internal */
@@ -107,6 +164,12 @@ export type ResolvedTrainerOptions = {
   optimizer: Required<AdamWOptions>;
   maxGradNorm: number;
   microBatchSize: number;
+  microBatchTokens: number | undefined;
+  gradientCheckpointing: boolean | 'auto';
+  memoryLimitBytes: number;
+  /** Where the limit comes from, for messages (`memoryLimitBytes` or `os.totalmem()`). */
+  memoryLimitName: string;
+  lora: ResolvedLora | undefined;
   onNonFinite: 'error' | 'skip';
   maxConsecutiveSkips: number;
   grpo: ResolvedGrpoLoss;
@@ -128,6 +191,15 @@ const GRPO_KEYS = [
   'mismatch',
 ] as const;
 const OPTIMIZER_KEYS = ['betas', 'epsilon', 'weightDecay'] as const;
+const LORA_KEYS = ['r', 'alpha', 'dropout', 'targetModules', 'rslora', 'seed'] as const;
+/** PEFT names, for the "did you mean" hint only. */
+const LORA_ALIASES = {
+  lora_alpha: 'alpha',
+  lora_dropout: 'dropout',
+  target_modules: 'targetModules',
+  use_rslora: 'rslora',
+  rank: 'r',
+} as const;
 const MISMATCH_KEYS = ['mode', 'cap', 'lowerThreshold'] as const;
 /** Old names, for the "did you mean" hint only (never accepted). */
 const GRPO_ALIASES = { klCoefficient: 'beta', aggregation: 'lossAggregation' } as const;
@@ -178,6 +250,31 @@ export function resolveTrainerOptions(
   );
   const optimizer = resolveOptimizer(opts.optimizer, functionName);
   const grpo = resolveGrpoLoss(opts.grpo, functionName);
+  const microBatchTokens =
+    opts.microBatchTokens === undefined
+      ? undefined
+      : validateInteger(opts.microBatchTokens, {
+          parameter: 'options.microBatchTokens',
+          functionName,
+          min: 1,
+        });
+  const gradientCheckpointing =
+    opts.gradientCheckpointing ?? TRAINER_DEFAULTS.gradientCheckpointing;
+  if (gradientCheckpointing !== 'auto' && typeof gradientCheckpointing !== 'boolean') {
+    throw new InvalidArgumentError({
+      parameter: 'options.gradientCheckpointing',
+      functionName,
+      value: gradientCheckpointing,
+      expected: "true, false or 'auto'",
+    });
+  }
+  const memoryLimitBytes = validateNumber(opts.memoryLimitBytes ?? totalmem(), {
+    parameter: 'options.memoryLimitBytes',
+    functionName,
+    min: 0,
+    exclusiveMin: true,
+  });
+  const lora = opts.lora === undefined ? undefined : resolveLora(opts.lora, functionName);
   if (opts.referenceCheckpoint !== undefined && grpo.beta === 0) {
     rejectIneffective({
       parameter: 'options.referenceCheckpoint',
@@ -191,11 +288,88 @@ export function resolveTrainerOptions(
     optimizer,
     maxGradNorm,
     microBatchSize,
+    microBatchTokens,
+    gradientCheckpointing,
+    memoryLimitBytes,
+    memoryLimitName: opts.memoryLimitBytes === undefined ? 'os.totalmem()' : 'memoryLimitBytes',
+    lora,
     onNonFinite,
     maxConsecutiveSkips,
     grpo,
     referenceCheckpoint: opts.referenceCheckpoint,
   };
+}
+
+const PEFT_MODULES: Record<string, LoraModule> = Object.fromEntries(
+  LORA_MODULES.map((module) => [`${module}_proj`, module]),
+);
+
+/** Validates {@link LoraOptions} and fills PEFT's defaults. @internal */
+export function resolveLora(value: unknown, functionName: string): ResolvedLora {
+  const raw = validateOptions<LoraOptions>(value, {
+    parameter: 'options.lora',
+    functionName,
+    known: LORA_KEYS,
+    aliases: LORA_ALIASES,
+  });
+  const r = validateInteger(raw.r ?? LORA_DEFAULTS.r, {
+    parameter: 'options.lora.r',
+    functionName,
+    min: 1,
+  });
+  const alpha = validateNumber(raw.alpha ?? LORA_DEFAULTS.alpha, {
+    parameter: 'options.lora.alpha',
+    functionName,
+    min: 0,
+    exclusiveMin: true,
+  });
+  const dropout = validateNumber(raw.dropout ?? LORA_DEFAULTS.dropout, {
+    parameter: 'options.lora.dropout',
+    functionName,
+    min: 0,
+    max: 1,
+    exclusiveMax: true,
+  });
+  const targets = raw.targetModules ?? LORA_DEFAULTS.targetModules;
+  let targetModules: LoraModule[];
+  if (targets === 'all-linear') targetModules = [...LORA_MODULES];
+  else {
+    if (!Array.isArray(targets) || targets.length === 0) {
+      throw new InvalidArgumentError({
+        parameter: 'options.lora.targetModules',
+        functionName,
+        value: targets,
+        expected: `'all-linear' or a non-empty array of ${Object.keys(PEFT_MODULES).join(', ')}`,
+      });
+    }
+    targetModules = targets.map((name, index) => {
+      const module = PEFT_MODULES[name as string];
+      if (module === undefined) {
+        throw new InvalidArgumentError({
+          parameter: `options.lora.targetModules[${index}]`,
+          functionName,
+          value: name,
+          expected: `one of ${Object.keys(PEFT_MODULES).join(', ')} (Llama/Qwen2 projection names)`,
+        });
+      }
+      return module;
+    });
+    targetModules = LORA_MODULES.filter((module) => targetModules.includes(module));
+  }
+  if (raw.rslora !== undefined && typeof raw.rslora !== 'boolean') {
+    throw new InvalidArgumentError({
+      parameter: 'options.lora.rslora',
+      functionName,
+      value: raw.rslora,
+      expected: 'a boolean',
+    });
+  }
+  const seed = validateInteger(raw.seed ?? 0, {
+    parameter: 'options.lora.seed',
+    functionName,
+    min: 0,
+  });
+  return { r, alpha, dropout, targetModules, rslora: raw.rslora ?? false, seed };
 }
 
 function resolveOptimizer(value: unknown, functionName: string): Required<AdamWOptions> {
