@@ -14,8 +14,9 @@ num_iterations 1 (ratio against the detached current logprobs), clipping 0.2 / 0
 beta 0.04 to a frozen reference copy (a no-grad forward per step), token mean, one random advantage
 per sequence; then the same backward, clipping and AdamW. One warm-up step, then `steps` timed ones.
 Prints one JSON line: tokensPerSecond (completion tokens of the timed steps / their time),
-stepSeconds (median), peakRssBytes (ru_maxrss of this process: weights, gradients, optimizer,
-activations, reference), parameters.
+stepSeconds (median), peakRssBytes (VmHWM of this process since the model exists — reset through
+/proc/self/clear_refs after the model, its reference and the optimizer are built: gradients,
+optimizer state, activations of the steps), parameters.
 """
 import copy
 import json
@@ -134,6 +135,14 @@ def grpo_loss():
     return (-surrogate + 0.04 * kl).mean()
 
 
+def vm_hwm():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def step():
     if mode == "grpo":
         loss = grpo_loss()
@@ -146,6 +155,9 @@ def step():
     optimizer.step()
 
 
+# the peak from here on: the training process with its weights (and reference) in memory
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")
 step()
 times = []
 for _ in range(steps):
@@ -159,7 +171,7 @@ print(
         {
             "tokensPerSecond": batch * seq * steps / sum(times),
             "stepSeconds": median,
-            "peakRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "peakRssBytes": vm_hwm(),
             "parameters": parameters,
             "threads": threads,
         }

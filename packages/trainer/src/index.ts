@@ -18,7 +18,7 @@ export { GrpoTrainer } from './grpo/grpo-trainer.js';
 export type { PromptRecord } from './grpo/prompt-dataset.js';
 export { loadPromptDataset } from './grpo/prompt-dataset.js';
 export { GRPO_CONFIG_KEYS } from './grpo/resolve-config.js';
-export type { CreateLlamaModelOptions } from './model/llama-model.js';
+export type { CreateLlamaModelOptions, ModelEngine } from './model/llama-model.js';
 export { createLlamaModel, LlamaModel } from './model/llama-model.js';
 export type { ModelInput } from './model/prepared-input.js';
 export type { AdamWOptions, AdamWState } from './optim/adamw.js';
@@ -28,7 +28,13 @@ export { learningRateAt } from './optim/schedule.js';
 export { POLICY_TRAINER_OPTION_KEYS } from './policy-trainer-option-keys.js';
 export type { TokenSequence } from './train/batch.js';
 export { createPolicyTrainer, PolicyTrainer } from './train/policy-trainer.js';
-export type { GrpoLossConfig, PolicyTrainerOptions } from './train/trainer-options.js';
+export type { MemoryParts, MemoryPlan } from './train/memory-plan.js';
+export { planMemory } from './train/memory-plan.js';
+export type {
+  GrpoLossConfig,
+  LoraOptions,
+  PolicyTrainerOptions,
+} from './train/trainer-options.js';
 export type {
   CompletionLogprobsOptions,
   CompletionLogprobsResult,

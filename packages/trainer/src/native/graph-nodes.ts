@@ -22,15 +22,20 @@ export class GraphNodes {
   readonly kvHeads: number;
   readonly hd: number;
   readonly group: number;
-  readonly scale: string;
   private btValue: string | undefined;
+  private scaleValue: string | undefined;
 
   constructor(shape: HeadShape) {
     this.heads = shape.heads;
     this.kvHeads = shape.kvHeads;
     this.hd = shape.headDim;
     this.group = this.heads / this.kvHeads;
-    this.scale = this.g.float([1 / Math.sqrt(this.hd)]);
+  }
+
+  /** 1 / √head_dim (a constant added on first use: an unused one makes onnxruntime warn). */
+  get scale(): string {
+    this.scaleValue ??= this.g.float([1 / Math.sqrt(this.hd)]);
+    return this.scaleValue;
   }
 
   /** `[B, T]` of the batch (from the RoPE table input `cos`). */
