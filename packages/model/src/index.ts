@@ -20,6 +20,15 @@ export type { GgmlTypeName, GgufValueTypeId } from './gguf/gguf-format.js';
 export { GgmlType, GgufTokenType, GgufValueType } from './gguf/gguf-format.js';
 export type { GgufFile, GgufTensorInfo, GgufValue } from './gguf/gguf-reader.js';
 export { parseGguf, readGguf } from './gguf/gguf-reader.js';
+export type { LoraAdapter, LoraAdapterConfig } from './lora/lora-adapter.js';
+export {
+  LORA_ADAPTER_FILES,
+  LORA_TARGET_MODULES,
+  loadLoraAdapter,
+  loraScale,
+  mergeLora,
+  saveLoraAdapter,
+} from './lora/lora-adapter.js';
 export type { ExportOnnxOptions } from './onnx/export-onnx.js';
 export {
   exportOnnx,
