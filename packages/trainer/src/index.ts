@@ -27,9 +27,9 @@ export type { LearningRateSchedule, ScheduleKind } from './optim/schedule.js';
 export { learningRateAt } from './optim/schedule.js';
 export { POLICY_TRAINER_OPTION_KEYS } from './policy-trainer-option-keys.js';
 export type { TokenSequence } from './train/batch.js';
-export { createPolicyTrainer, PolicyTrainer } from './train/policy-trainer.js';
 export type { MemoryParts, MemoryPlan } from './train/memory-plan.js';
 export { planMemory } from './train/memory-plan.js';
+export { createPolicyTrainer, PolicyTrainer } from './train/policy-trainer.js';
 export type {
   GrpoLossConfig,
   LoraOptions,

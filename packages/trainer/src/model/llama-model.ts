@@ -8,7 +8,7 @@ import {
   validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
-import { type Checkpoint, type LlamaConfig, parseLlamaConfig } from '@rlvr/model';
+import { type Checkpoint, type LlamaConfig, type LoraAdapter, parseLlamaConfig } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { ortMatMulActive } from '../backend/ort-matmul.js';
 import { activeBackend, type BackendName } from '../backend/select-backend.js';
@@ -260,6 +260,30 @@ export class LlamaModel {
       return new LlamaModel(this.config, new Map(), this.backend, copy);
     }
     return createLlamaModel(checkpoint ?? this.toCheckpoint(), { engine: 'tfjs' });
+  }
+
+  /**
+   * The LoRA adapters a trainer attached (`lora` option) as a PEFT adapter (copies; save it with
+   * @rlvr/model's `saveLoraAdapter`), or undefined when the model has none.
+   */
+  toLoraAdapter(): LoraAdapter | undefined {
+    this.assertLive('toLoraAdapter');
+    const lora = this.native?.lora;
+    if (!lora) return undefined;
+    const { r, alpha, dropout, rslora } = lora.settings;
+    return {
+      config: {
+        r,
+        alpha,
+        dropout,
+        targetModules: lora.layer.modules.map((module) => `${module}_proj`),
+        rslora,
+        baseModel: null,
+      },
+      tensors: lora
+        .toNamedTensors()
+        .map((t) => ({ name: t.name, shape: [...t.shape], data: Float32Array.from(t.data) })),
+    };
   }
 
   /** The model without its LoRA adapters (same weights and sessions): LoRA's reference. @internal */

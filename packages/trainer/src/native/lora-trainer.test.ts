@@ -107,3 +107,48 @@ describe('PolicyTrainer with LoRA (native engine)', () => {
     model.dispose();
   });
 });
+
+describe('LoRA adapters as PEFT files', () => {
+  it('a trained adapter saves as PEFT, loads into a fresh base and gives the same logits; mergeLora = the merged checkpoint', async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { loadLoraAdapter, mergeLora, saveLoraAdapter } = await import('@rlvr/model');
+    const checkpoint = createRandomCheckpoint(config, { seed: 8, std: 0.2 });
+    const model = await createLlamaModel(checkpoint, { engine: 'native' });
+    const trainer = await createPolicyTrainer(model, {
+      schedule: { learningRate: 2e-2 },
+      lora: { r: 2, alpha: 4, targetModules: ['k_proj', 'o_proj', 'up_proj'], rslora: true },
+    });
+    for (let step = 0; step < 4; step++) trainer.sftStep(sequences());
+    const dir = await mkdtemp(join(tmpdir(), 'rlvr-peft-'));
+    try {
+      await saveLoraAdapter(join(dir, 'adapter'), model.toLoraAdapter()!);
+      const adapter = await loadLoraAdapter(join(dir, 'adapter'));
+      expect(adapter.config).toMatchObject({ r: 2, alpha: 4, rslora: true });
+      expect(adapter.config.targetModules).toEqual(['k_proj', 'o_proj', 'up_proj']);
+      const fresh = await createLlamaModel(checkpoint, { engine: 'native' });
+      await createPolicyTrainer(fresh, { lora: { adapter } });
+      const input = { inputIds: [[3, 1, 4, 1, 5]] };
+      const a = model.logits(input)[0]!;
+      const b = fresh.logits(input)[0]!;
+      a.forEach((row, t) => row.forEach((v, i) => expect(v).toBe(b[t]![i])));
+      const merged = byName(mergeLora(checkpoint, adapter).tensors);
+      for (const [name, data] of byName(model.toCheckpoint().tensors)) {
+        const other = merged.get(name)!;
+        for (let i = 0; i < data.length; i++)
+          expect(Math.abs(data[i]! - other[i]!)).toBeLessThan(1e-6);
+      }
+      await expect(
+        createPolicyTrainer(await createLlamaModel(checkpoint, { engine: 'native' }), {
+          lora: { adapter, r: 4 },
+        }),
+      ).rejects.toThrow(/options\.lora\.r/);
+      fresh.dispose();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      trainer.dispose();
+      model.dispose();
+    }
+  });
+});

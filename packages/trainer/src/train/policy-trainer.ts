@@ -4,9 +4,10 @@ import {
   NonFiniteError,
   RlvrError,
   rejectIneffective,
-  type ShapeMismatchError,
+  ShapeMismatchError,
   validateOptions,
 } from '@rlvr/core';
+import type { LoraAdapter } from '@rlvr/model';
 import type { LlamaModel } from '../model/llama-model.js';
 import { LoraAdapters } from '../native/lora-adapters.js';
 import { layerSpecOf } from '../native/param-store.js';
@@ -437,11 +438,13 @@ export async function createPolicyTrainer(
     // refuses, before anything is allocated, a model that cannot train within the limit
     assertStaticFit(model.config, resolved, functionName);
     if (resolved.lora) {
-      native.lora = new LoraAdapters(
+      const adapters = new LoraAdapters(
         layerSpecOf(model.config),
         model.config.num_hidden_layers,
         resolved.lora,
       );
+      if (resolved.lora.adapter) loadAdapterWeights(adapters, resolved.lora.adapter, functionName);
+      native.lora = adapters;
     }
   }
   const reference =
@@ -453,6 +456,37 @@ export async function createPolicyTrainer(
           : await model.frozenCopy()
       : undefined;
   return new PolicyTrainer(model, reference, resolved);
+}
+
+/** Copies a PEFT adapter's tensors into `adapters` (every one present, same shapes). */
+function loadAdapterWeights(
+  adapters: LoraAdapters,
+  adapter: LoraAdapter,
+  functionName: string,
+): void {
+  const given = new Map(adapter.tensors.map((t) => [t.name, t]));
+  for (const expected of adapters.toNamedTensors()) {
+    const tensor = given.get(expected.name);
+    if (!tensor || tensor.data.length !== expected.data.length) {
+      throw new ShapeMismatchError({
+        parameter: `options.lora.adapter.tensors['${expected.name}']`,
+        functionName,
+        expected: `shape [${expected.shape.join(', ')}] (this model's adapter)`,
+        actual: tensor ? `[${tensor.shape.join(', ')}]` : 'missing',
+      });
+    }
+    given.delete(expected.name);
+  }
+  if (given.size > 0) {
+    const [name] = given.keys();
+    throw new InvalidArgumentError({
+      parameter: `options.lora.adapter.tensors['${name}']`,
+      functionName,
+      value: name,
+      expected: "a tensor of this model's adapter (a layer or projection it has)",
+    });
+  }
+  adapters.load(new Map(adapter.tensors.map((t) => [t.name, t.data])));
 }
 
 /** The options that need the native engine, or a model without adapters. */

@@ -13,7 +13,7 @@ import {
   validateOneOf,
   validateOptions,
 } from '@rlvr/core';
-import type { Checkpoint } from '@rlvr/model';
+import type { Checkpoint, LoraAdapter } from '@rlvr/model';
 import { ADAMW_DEFAULTS, LORA_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from '../defaults.js';
 import { LORA_MODULES, type LoraModule } from '../native/layer-graph.js';
 import type { AdamWOptions } from '../optim/adamw.js';
@@ -76,6 +76,12 @@ export type LoraOptions = {
   rslora?: boolean;
   /** Seed of the adapters' initialization and of the dropout masks (default 0). */
   seed?: number;
+  /**
+   * Start from these adapter weights (e.g. `loadLoraAdapter(dir)` from @rlvr/model, PEFT's
+   * `PeftModel.from_pretrained(..., is_trainable=True)`): its `r`, `alpha`, `targetModules` and
+   * `rslora` are used (a different explicit value is an error); `dropout` is this option's.
+   */
+  adapter?: LoraAdapter;
 };
 
 /** Options of {@link createPolicyTrainer}; defaults are {@link TRAINER_DEFAULTS}. */
@@ -140,6 +146,7 @@ export type ResolvedLora = {
   targetModules: LoraModule[];
   rslora: boolean;
   seed: number;
+  adapter?: LoraAdapter;
 };
 
 /** {@link GrpoLossConfig} with its defaults filled in. @internal */
@@ -191,7 +198,7 @@ const GRPO_KEYS = [
   'mismatch',
 ] as const;
 const OPTIMIZER_KEYS = ['betas', 'epsilon', 'weightDecay'] as const;
-const LORA_KEYS = ['r', 'alpha', 'dropout', 'targetModules', 'rslora', 'seed'] as const;
+const LORA_KEYS = ['r', 'alpha', 'dropout', 'targetModules', 'rslora', 'seed', 'adapter'] as const;
 /** PEFT names, for the "did you mean" hint only. */
 const LORA_ALIASES = {
   lora_alpha: 'alpha',
@@ -303,15 +310,18 @@ export function resolveTrainerOptions(
 const PEFT_MODULES: Record<string, LoraModule> = Object.fromEntries(
   LORA_MODULES.map((module) => [`${module}_proj`, module]),
 );
+const PEFT_NAMES = Object.keys(PEFT_MODULES).sort();
+const _PEFT_NAMES = Object.keys(PEFT_MODULES).sort();
 
 /** Validates {@link LoraOptions} and fills PEFT's defaults. @internal */
 export function resolveLora(value: unknown, functionName: string): ResolvedLora {
-  const raw = validateOptions<LoraOptions>(value, {
+  const given = validateOptions<LoraOptions>(value, {
     parameter: 'options.lora',
     functionName,
     known: LORA_KEYS,
     aliases: LORA_ALIASES,
   });
+  const raw = fromAdapter(given, functionName);
   const r = validateInteger(raw.r ?? LORA_DEFAULTS.r, {
     parameter: 'options.lora.r',
     functionName,
@@ -369,7 +379,60 @@ export function resolveLora(value: unknown, functionName: string): ResolvedLora 
     functionName,
     min: 0,
   });
-  return { r, alpha, dropout, targetModules, rslora: raw.rslora ?? false, seed };
+  const rslora = raw.rslora ?? false;
+  return {
+    r,
+    alpha,
+    dropout,
+    targetModules,
+    rslora,
+    seed,
+    ...(given.adapter ? { adapter: given.adapter } : {}),
+  };
+}
+
+/** `lora` with an `adapter`'s settings filled in (an explicit one that differs is an error). */
+function fromAdapter(lora: LoraOptions, functionName: string): LoraOptions {
+  const { adapter } = lora;
+  if (adapter === undefined) return lora;
+  if (adapter === null || typeof adapter !== 'object' || typeof adapter.config !== 'object') {
+    throw new InvalidArgumentError({
+      parameter: 'options.lora.adapter',
+      functionName,
+      value: adapter,
+      expected: "a LoraAdapter { config, tensors } (@rlvr/model's loadLoraAdapter)",
+    });
+  }
+  const fromFile: Partial<LoraOptions> = {
+    r: adapter.config.r,
+    alpha: adapter.config.alpha,
+    targetModules: adapter.config.targetModules,
+    rslora: adapter.config.rslora,
+  };
+  for (const key of ['r', 'alpha', 'rslora'] as const) {
+    if (lora[key] !== undefined && lora[key] !== fromFile[key]) {
+      throw new InvalidArgumentError({
+        parameter: `options.lora.${key}`,
+        functionName,
+        value: lora[key],
+        expected: `the adapter's value (${JSON.stringify(fromFile[key])}) or none`,
+      });
+    }
+  }
+  const targets = lora.targetModules;
+  if (
+    targets !== undefined &&
+    JSON.stringify(targets === 'all-linear' ? [...PEFT_NAMES] : [...targets].sort()) !==
+      JSON.stringify([...adapter.config.targetModules].sort())
+  ) {
+    throw new InvalidArgumentError({
+      parameter: 'options.lora.targetModules',
+      functionName,
+      value: targets,
+      expected: `the adapter's targets (${adapter.config.targetModules.join(', ')}) or none`,
+    });
+  }
+  return { ...fromFile, ...lora, targetModules: adapter.config.targetModules };
 }
 
 function resolveOptimizer(value: unknown, functionName: string): Required<AdamWOptions> {
