@@ -12,7 +12,8 @@ import {
   type WeightedReward,
 } from '@rlvr/core';
 import type { Checkpoint } from '@rlvr/model';
-import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
+import { validatedTensors } from '../model/checkpoint-tensors.js';
+import type { LlamaModel } from '../model/llama-model.js';
 import { createPolicyTrainer } from '../train/policy-trainer.js';
 import { rewardColumns, rewardWeights, validateAdvantageSettings } from './grpo-advantages.js';
 import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
@@ -219,32 +220,15 @@ function checkRunFlags(options: Partial<GrpoTrainerOptions>, config: ResolvedGrp
   }
 }
 
-/** The checkpoint as a model, refused (and freed) when its shapes do not fit `model`. */
-async function restoredModel(model: LlamaModel, checkpoint: Checkpoint): Promise<LlamaModel> {
-  const restored = await createLlamaModel(checkpoint);
-  for (const [name, tensor] of model.params) {
-    const next = restored.params.get(name);
-    if (
-      next === undefined ||
-      next.shape.length !== tensor.shape.length ||
-      next.shape.some((size, axis) => size !== tensor.shape[axis])
-    ) {
-      restored.dispose();
-      throw new ShapeMismatchError({
-        parameter: `checkpoint tensor ${name}`,
-        functionName: FN,
-        expected: `shape [${tensor.shape.join(', ')}] (the model's)`,
-        actual: next === undefined ? 'missing' : `[${next.shape.join(', ')}]`,
-      });
-    }
-  }
-  return restored;
+/** The checkpoint's weights checked against `model`'s config (names, shapes), not yet loaded. */
+function restoredWeights(model: LlamaModel, checkpoint: Checkpoint): Map<string, Float32Array> {
+  return validatedTensors(model.config, checkpoint, { functionName: FN, checkFinite: false });
 }
 
 type Prepared = {
   plan: RunPlan;
   loaded: RunCheckpoint | undefined;
-  restored: LlamaModel | undefined;
+  restored: Map<string, Float32Array> | undefined;
 };
 
 /** Reads (never writes) what resuming needs and refuses anything inconsistent. */
@@ -278,7 +262,19 @@ async function prepareRun(
   if (plan.inPlace && config.outputDir !== undefined) {
     await checkLogs(config.outputDir, loaded.state.files, FN);
   }
-  return { plan, loaded, restored: await restoredModel(model, loaded.model) };
+  if (config.lora !== undefined && loaded.adapter === undefined) {
+    throw new ShapeMismatchError({
+      parameter: 'config.lora',
+      functionName: FN,
+      expected: 'a checkpoint of a LoRA run (an adapter/ folder)',
+      actual: `a full fine-tuning checkpoint (${plan.checkpoint})`,
+    });
+  }
+  return {
+    plan,
+    loaded,
+    restored: loaded.model ? restoredWeights(model, loaded.model) : undefined,
+  };
 }
 
 function freshState(
@@ -350,12 +346,19 @@ export async function createGrpoTrainer(options: GrpoTrainerOptions): Promise<Gr
       ? await loadPromptDataset(opts.dataset)
       : validatePromptRecords(opts.dataset, FN, 'options.dataset');
   const log = opts.onLog ?? (config.quiet ? () => {} : (message: string) => console.warn(message));
-  const settings = runSettings(config, model.config, rewards, dataset);
+  // a LoRA run's checkpoints hold the adapter only: the base must be the same model to resume
+  const base = config.lora ? model.weightsFingerprint() : undefined;
+  const settings = runSettings(config, model.config, rewards, dataset, base);
   const { plan, loaded, restored } = await prepareRun(opts, config, model, settings, log);
 
   // Everything is valid: build, then write.
-  if (restored) model.replaceParams(new Map(restored.params));
-  const policy = await createPolicyTrainer(model, policyOptions(config, loaded?.reference));
+  if (restored) model.loadWeights(restored);
+  const lora =
+    config.lora && loaded?.adapter ? { ...config.lora, adapter: loaded.adapter } : config.lora;
+  const policy = await createPolicyTrainer(
+    model,
+    policyOptions({ ...config, lora }, loaded?.reference),
+  );
   let state = freshState(config, settings, dataset.length);
   if (loaded) {
     policy.setState({

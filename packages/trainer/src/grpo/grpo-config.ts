@@ -11,6 +11,7 @@ import type {
 } from '@rlvr/core';
 import type { AdamWOptions } from '../optim/adamw.js';
 import type { LearningRateSchedule } from '../optim/schedule.js';
+import type { LoraOptions } from '../train/trainer-options.js';
 
 /**
  * Settings of a {@link GrpoTrainer} run, named after TRL's `GRPOConfig` where one exists (TRL's
@@ -128,6 +129,24 @@ export type GrpoConfig = {
   maxGradNorm?: number;
   /** Sequences per forward/backward pass (default: all); does not change the update. */
   microBatchSize?: number;
+  /**
+   * Token budget of a forward/backward pass (rows × row length; default on the native engine: the
+   * largest the memory limit allows); does not change the update.
+   */
+  microBatchTokens?: number;
+  /**
+   * Activation checkpointing (default `'auto'`: only where the kept activations would not fit)
+   * [`gradient_checkpointing`].
+   */
+  gradientCheckpointing?: boolean | 'auto';
+  /** Memory the training process may use (default `os.totalmem()`). */
+  memoryLimitBytes?: number;
+  /**
+   * LoRA adapters (PEFT's `LoraConfig`: `r`, `alpha`, `dropout`, `targetModules`, `rslora`): the
+   * base model is frozen, the reference policy is the base with the adapters off, checkpoints
+   * hold the adapter in PEFT's files (`adapter/`), samplers get the merged weights [`peft_config`].
+   */
+  lora?: LoraOptions;
   /** NaN/Inf loss, gradients or logprobs: skip the update and count it (default) or throw. */
   onNonFinite?: 'error' | 'skip';
   /**

@@ -72,11 +72,15 @@ async function saveCheckpointOf(run: RunContext): Promise<string> {
     });
   }
   const started = performance.now();
+  const adapter = run.model.toLoraAdapter();
   const path = await saveRunCheckpoint(
     join(outputDir, CHECKPOINTS_DIR),
     {
-      model: run.model.toCheckpoint(),
-      ...(run.policy.reference ? { reference: run.policy.reference.toCheckpoint() } : {}),
+      // LoRA: the adapter only (the base is the run's model, unchanged; the reference is the base)
+      ...(adapter ? { adapter } : { model: run.model.toCheckpoint() }),
+      ...(run.policy.reference && !adapter
+        ? { reference: run.policy.reference.toCheckpoint() }
+        : {}),
       optimizer: run.policy.getState().optimizer,
       state: runState(run),
     },

@@ -20,7 +20,14 @@ export function policyOptions(
     );
   return {
     schedule: config.schedule,
-    ...optional(['optimizer', 'microBatchSize']),
+    ...optional([
+      'optimizer',
+      'microBatchSize',
+      'microBatchTokens',
+      'gradientCheckpointing',
+      'memoryLimitBytes',
+      'lora',
+    ]),
     maxGradNorm: config.maxGradNorm,
     onNonFinite: config.onNonFinite,
     ...(config.onNonFinite === 'skip' ? { maxConsecutiveSkips: config.maxConsecutiveSkips } : {}),

@@ -10,9 +10,12 @@ import {
 import {
   type Checkpoint,
   encodeSafetensors,
+  type LoraAdapter,
   loadCheckpoint,
+  loadLoraAdapter,
   readSafetensors,
   saveCheckpoint,
+  saveLoraAdapter,
 } from '@rlvr/model';
 import type { AdamWState } from '../optim/adamw.js';
 
@@ -49,7 +52,10 @@ export type RunState = {
 
 /** What one run checkpoint holds. @internal */
 export type RunCheckpoint = {
-  model: Checkpoint;
+  /** The trained weights (full fine-tuning). */
+  model?: Checkpoint;
+  /** LoRA: the adapter (PEFT's files in `adapter/`); the base is the run's model, unchanged. */
+  adapter?: LoraAdapter;
   reference?: Checkpoint;
   optimizer: AdamWState;
   state: RunState;
@@ -104,7 +110,8 @@ async function readState(path: string): Promise<Partial<RunState> | undefined> {
 
 async function writeContents(temporary: string, checkpoint: RunCheckpoint): Promise<void> {
   await mkdir(temporary);
-  await saveCheckpoint(join(temporary, 'model'), checkpoint.model);
+  if (checkpoint.model) await saveCheckpoint(join(temporary, 'model'), checkpoint.model);
+  if (checkpoint.adapter) await saveLoraAdapter(join(temporary, 'adapter'), checkpoint.adapter);
   if (checkpoint.reference)
     await saveCheckpoint(join(temporary, 'reference'), checkpoint.reference);
   const tensors: NamedTensor[] = [];
@@ -228,7 +235,15 @@ export async function loadRunCheckpoint(path: string): Promise<RunCheckpoint> {
       `${join(path, STATE_FILE)} is not a GRPO run state of format ${RUN_STATE_FORMAT} (format ${JSON.stringify(raw?.format)})`,
     );
   }
-  const model = await loadCheckpoint(join(path, 'model'));
+  const exists = (name: string) =>
+    readdir(join(path, name)).then(
+      () => true,
+      () => false,
+    );
+  const adapter = (await exists('adapter'))
+    ? await loadLoraAdapter(join(path, 'adapter'))
+    : undefined;
+  const model = adapter ? undefined : await loadCheckpoint(join(path, 'model'));
   const reference = (await readdir(join(path, 'reference')).then(
     () => true,
     () => false,
@@ -247,7 +262,8 @@ export async function loadRunCheckpoint(path: string): Promise<RunCheckpoint> {
   }
   const { optimizerStep, optimizerLayout, ...state } = raw;
   return {
-    model,
+    ...(model ? { model } : {}),
+    ...(adapter ? { adapter } : {}),
     ...(reference ? { reference } : {}),
     optimizer: {
       step: optimizerStep,

@@ -7,6 +7,7 @@ import {
 } from '@rlvr/core';
 import type { LlamaConfig } from '@rlvr/model';
 import { TRAINER_DEFAULTS } from '../defaults.js';
+import { resolveLora } from '../train/trainer-options.js';
 import type { ResolvedGrpoConfig } from './grpo-config.js';
 import type { PromptRecord } from './prompt-dataset.js';
 
@@ -23,6 +24,8 @@ export function runSettings(
   model: LlamaConfig,
   rewards: readonly WeightedReward[],
   dataset: readonly PromptRecord[],
+  /** LoRA: the base model's weights fingerprint (a LoRA checkpoint holds the adapter only). */
+  base?: string,
 ): Record<string, unknown> {
   const pick = <K extends keyof ResolvedGrpoConfig>(keys: readonly K[]) =>
     Object.fromEntries(keys.map((key) => [key, config[key]]));
@@ -71,8 +74,18 @@ export function runSettings(
     dynamicSampling: config.dynamic,
     // Only when asynchronous, so checkpoints of synchronous runs keep their fingerprint.
     maxStaleness: config.maxStaleness > 0 ? config.maxStaleness : undefined,
+    // Only with LoRA (full fine-tuning runs keep their fingerprint); the start weights are not
+    // settings: they come from the checkpoint on resume
+    lora: config.lora ? loraSettings(config.lora) : undefined,
+    base,
     optimizer: { weightDecay: TRAINER_DEFAULTS.weightDecay, ...config.optimizer },
   };
+}
+
+/** The settings of `lora` that change the math (PEFT's defaults filled in; not `adapter`). */
+function loraSettings(lora: NonNullable<ResolvedGrpoConfig['lora']>): Record<string, unknown> {
+  const { adapter: _adapter, ...settings } = resolveLora(lora, 'createGrpoTrainer');
+  return settings;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   ErrorCode,
   InvalidArgumentError,
@@ -315,6 +316,45 @@ export class LlamaModel {
       });
     }
     return out;
+  }
+
+  /**
+   * Loads validated Hugging Face tensors (`validatedTensors`: every name of the config, right
+   * shapes) into the model's weights. @internal
+   */
+  loadWeights(tensors: ReadonlyMap<string, Float32Array>): void {
+    if (this.native) {
+      this.native.store.weights.load(tensors);
+      return;
+    }
+    const next = new Map<string, tf.Tensor>();
+    for (const [name, data] of tensors) {
+      const shape = [...this.params.get(name)!.shape].reverse();
+      next.set(
+        name,
+        tf.tidy(() => {
+          const loaded = tf.tensor(
+            data,
+            isLinear(name) ? shape : [...this.params.get(name)!.shape],
+          );
+          return isLinear(name) ? tf.transpose(loaded) : loaded;
+        }),
+      );
+    }
+    this.replaceParams(next);
+  }
+
+  /** sha256 of the weights (Hugging Face layout, checkpoint order): a base model's identity. @internal */
+  weightsFingerprint(): string {
+    const hash = createHash('sha256');
+    const tensors = this.native ? this.native.store.weights.toNamedTensors() : this.exportTensors();
+    for (const tensor of tensors) {
+      hash.update(tensor.name);
+      hash.update(
+        new Uint8Array(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength),
+      );
+    }
+    return hash.digest('hex');
   }
 
   /**

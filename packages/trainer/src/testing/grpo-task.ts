@@ -45,6 +45,7 @@ export function maxDigitTask() {
     tie_word_embeddings: true,
   });
   return {
+    files,
     tokenizer: samplerTokenizer,
     records,
     rewards,
