@@ -242,7 +242,7 @@ export class LlamaModel {
       const tensors = this.native.store.weights.toNamedTensors();
       // a sampler samples from the merged weights W + s·B·A (the targeted projections are new arrays)
       const { lora } = this.native;
-      return { step, tensors: lora ? lora.merged(tensors) : tensors };
+      return { step, tensors: lora ? lora.merged(tensors, this.native.sessions) : tensors };
     }
     return { step, tensors: this.exportTensors() };
   }
@@ -296,7 +296,7 @@ export class LlamaModel {
     if (this.native) {
       const tensors = this.native.store.weights.toNamedTensors();
       const { lora } = this.native;
-      const merged = lora ? lora.merged(tensors) : tensors;
+      const merged = lora ? lora.merged(tensors, this.native.sessions) : tensors;
       // copies: a checkpoint outlives the next optimizer step
       return merged.map((t) => ({
         name: t.name,

@@ -9,8 +9,10 @@
 
 import type { NamedTensor } from '@rlvr/core';
 import { createRng } from '@rlvr/core';
+import { GraphBuilder, OnnxDataType, valueInfo } from '@rlvr/model';
 import type { LayerLora, LayerSpec, LoraModule } from './layer-graph.js';
 import { LORA_MODULES, moduleShape } from './layer-graph.js';
+import type { SessionCache } from './ort-runtime.js';
 import type { Slot, SlotBuffers } from './param-store.js';
 import { TrainStore } from './train-store.js';
 
@@ -150,22 +152,72 @@ export class LoraAdapters {
 
   /**
    * The base weights with the adapters merged (`W + s·B·A` for every targeted projection: new
-   * arrays; the other tensors are the base's views): what a sampler without adapter support
-   * samples from, and what `mergeLora` writes.
+   * arrays, each one GEMM on `sessions`; the other tensors are the base's views): what a sampler
+   * without adapter support samples from.
    */
-  merged(base: readonly NamedTensor[]): NamedTensor[] {
+  merged(base: readonly NamedTensor[], sessions?: SessionCache): NamedTensor[] {
+    if (sessions) return this.mergedOnSessions(base, sessions);
+    return this.mergedInJs(base);
+  }
+
+  private mergedOnSessions(base: readonly NamedTensor[], sessions: SessionCache): NamedTensor[] {
+    const { scale } = this.layer;
+    const key = `lora-merge|${scale}`;
+    const build = () => {
+      const g = new GraphBuilder();
+      g.add('Gemm', ['b', 'a', 'w'], { alpha: { float: scale }, beta: { float: 1 } }, ['merged']);
+      const { FLOAT } = OnnxDataType;
+      return g.encode({
+        irVersion: 8,
+        opset: 17,
+        producerName: '@rlvr/trainer lora merge',
+        graph: {
+          name: 'lora_merge',
+          input: [
+            valueInfo('w', FLOAT, ['out', 'in']),
+            valueInfo('a', FLOAT, ['r', 'in']),
+            valueInfo('b', FLOAT, ['out', 'r']),
+          ],
+          output: [valueInfo('merged', FLOAT)],
+        },
+      });
+    };
+    const targets = this.targetsByName();
+    return base.map((tensor) => {
+      const target = targets.get(tensor.name);
+      if (!target) return tensor;
+      const { merged } = sessions.run(
+        key,
+        build,
+        {
+          w: { data: tensor.data, dims: tensor.shape },
+          a: { data: target.a, dims: [this.layer.r, tensor.shape[1]!] },
+          b: { data: target.b, dims: [tensor.shape[0]!, this.layer.r] },
+        },
+        ['merged'],
+      );
+      return { name: tensor.name, shape: tensor.shape, data: merged! };
+    });
+  }
+
+  /** The adapter matrices by the Hugging Face name of the projection they adapt. */
+  private targetsByName(): Map<string, { a: Float32Array; b: Float32Array }> {
     const weights = this.store.weights;
-    const { r, scale } = this.layer;
-    const deltas = new Map<string, { a: Float32Array; b: Float32Array }>();
+    const out = new Map<string, { a: Float32Array; b: Float32Array }>();
     for (let layer = 0; layer < this.layers; layer++) {
       for (const module of this.layer.modules) {
-        const name = `model.layers.${layer}.${modulePath(module)}.weight`;
-        deltas.set(name, {
+        out.set(`model.layers.${layer}.${modulePath(module)}.weight`, {
           a: weights.get(loraSlot(layer, module, 'a')),
           b: weights.get(loraSlot(layer, module, 'b')),
         });
       }
     }
+    return out;
+  }
+
+  private mergedInJs(base: readonly NamedTensor[]): NamedTensor[] {
+    const { r, scale } = this.layer;
+    const deltas = this.targetsByName();
     return base.map((tensor) => {
       const delta = deltas.get(tensor.name);
       if (delta === undefined) return tensor;
