@@ -81,7 +81,11 @@ export type GradSink = {
   readonly grads: SlotBuffers;
   hasGrad(key: string): boolean;
   setGrad(key: string, values: Float32Array): void;
-  gradToAdd(key: string): Float32Array;
+  /**
+   * Slot `key`'s gradient to add into, zeroed on its first use in a step — or, with `overwrite`,
+   * not zeroed: the caller writes every value.
+   */
+  gradToAdd(key: string, overwrite?: boolean): Float32Array;
 };
 
 /** A {@link GradSink} of plain arrays (tests, and gradients kept apart from a store). @internal */
@@ -98,9 +102,9 @@ export class ArrayGradSink implements GradSink {
     this.grads.get(key).set(values);
     this.written.add(key);
   }
-  gradToAdd(key: string): Float32Array {
+  gradToAdd(key: string, overwrite = false): Float32Array {
     const grad = this.grads.get(key);
-    if (!this.written.has(key)) grad.fill(0);
+    if (!this.written.has(key) && !overwrite) grad.fill(0);
     this.written.add(key);
     return grad;
   }
@@ -421,7 +425,9 @@ export class NativeEngine {
     const d = this.config.hidden_size;
     // LoRA trains the adapters only: the head, the norms and the embedding are frozen
     const trainBase = state.lora === undefined;
-    const headGrad = trainBase ? sink.gradToAdd(this.headSlot) : undefined;
+    // the chunks cover the head's rows once: the first write of a step is a copy, not an add
+    const fresh = trainBase && !sink.hasGrad(this.headSlot);
+    const headGrad = trainBase ? sink.gradToAdd(this.headSlot, fresh) : undefined;
     let dh: Float32Array | undefined;
     for (const [offset, end] of this.chunks(m)) {
       const { mode, feeds } = chunkOf(offset, end - offset, dh !== undefined);
@@ -435,7 +441,8 @@ export class NativeEngine {
         },
         trainBase ? ['g_w', 'dh'] : ['dh'],
       );
-      if (headGrad) addInto(headGrad, result.g_w!, offset * d);
+      if (headGrad && fresh) headGrad.set(result.g_w!, offset * d);
+      else if (headGrad) addInto(headGrad, result.g_w!, offset * d);
       dh = result.dh!;
     }
     // the final norm's backward on the loss positions, then scattered into [N, d]

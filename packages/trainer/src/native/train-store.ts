@@ -143,11 +143,14 @@ export class TrainStore {
     this.written.add(key);
   }
 
-  /** The gradient of slot `key` to add into: zeroed on the step's first use. */
-  gradToAdd(key: string): Float32Array {
+  /**
+   * The gradient of slot `key` to add into: zeroed on the step's first use (not with `overwrite`:
+   * the caller writes every value).
+   */
+  gradToAdd(key: string, overwrite = false): Float32Array {
     const grad = this.grads.get(key);
     if (!this.written.has(key)) {
-      grad.fill(0);
+      if (!overwrite) grad.fill(0);
       this.written.add(key);
     }
     return grad;
