@@ -31,6 +31,7 @@ type Job = {
   steps: number;
   lora?: LoraOptions;
   gradientCheckpointing?: boolean | 'auto';
+  memoryLimitBytes?: number;
 };
 
 const job = JSON.parse(process.argv[2]!) as Job;
@@ -80,6 +81,7 @@ const options = {
   ...(job.gradientCheckpointing === undefined
     ? {}
     : { gradientCheckpointing: job.gradientCheckpointing }),
+  ...(job.memoryLimitBytes === undefined ? {} : { memoryLimitBytes: job.memoryLimitBytes }),
 };
 const plan = planMemory(config, {
   ...options,

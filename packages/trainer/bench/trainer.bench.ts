@@ -132,6 +132,8 @@ for (const name of LORA_SHAPES) {
     prompt: 32,
     steps: 1,
     lora: { r: 16, alpha: 32, targetModules: 'all-linear' },
+    // the acceptance's budget: the trainer plans its micro-batches and checkpointing for it
+    memoryLimitBytes: 4 * 2 ** 30,
   };
   const result = ours(job);
   loraRows.push(

@@ -155,7 +155,8 @@ export function planResolved(
       .filter((slot) => slot.key.startsWith('layers.'))
       .map((slot) => slot.size),
   );
-  const headBytes = 4 * 6 * HEAD_CHUNK_ELEMENTS + (options.lora ? 0 : 8 * largestLayerSlot);
+  const chunk = Math.min(HEAD_CHUNK_ELEMENTS, batch.tokens * shape.vocab);
+  const headBytes = 4 * 6 * chunk + (options.lora ? 0 : 8 * largestLayerSlot);
   const room = options.memoryLimitBytes - staticBytes - headBytes;
   const maxTokens = (bytes: number) => (room <= 0 ? 0 : Math.floor(room / bytes));
   const maxMicroBatchTokens = {
@@ -182,7 +183,7 @@ export function planResolved(
   };
 }
 
-/** Settings that would make the plan fit. */
+/** Settings that would make the planned micro-batch fit (each checked against the plan). */
 function suggestions(
   config: LlamaConfig,
   options: ResolvedTrainerOptions,
@@ -190,38 +191,47 @@ function suggestions(
   max: MemoryPlan['maxMicroBatchTokens'],
 ): string[] {
   const out: string[] = [];
-  const fitsWith = (changed: ResolvedTrainerOptions, tokens = batch.tokens) =>
-    planResolvedFits(config, changed, { ...batch, tokens });
-  if (!options.gradientCheckpointing && max.recomputed >= batch.tokens) {
+  const fits = (changed: ResolvedTrainerOptions) => planResolved(config, changed, batch).fits;
+  if (options.gradientCheckpointing !== true && fits({ ...options, gradientCheckpointing: true })) {
     out.push('gradientCheckpointing: true');
   }
-  if (max.recomputed > 0 && max.recomputed < batch.tokens) {
+  // smaller micro-batches help only when the micro-batch has several rows
+  const rows = Math.floor(batch.tokens / batch.rowLength);
+  if (rows > 1 && max.recomputed >= batch.rowLength && max.recomputed < batch.tokens) {
     out.push(`microBatchTokens: ${max.recomputed} (with gradientCheckpointing)`);
   }
   if (!options.lora) {
     const lora = { r: 16, alpha: 16, dropout: 0, targetModules: [...ALL], rslora: false, seed: 0 };
-    if (fitsWith({ ...options, lora, gradientCheckpointing: 'auto' })) {
+    if (fits({ ...options, lora, gradientCheckpointing: 'auto' })) {
       out.push("lora: { r: 16, targetModules: 'all-linear' }");
     }
   }
-  if (options.grpo.beta > 0 && !options.lora) {
-    if (fitsWith({ ...options, grpo: { ...options.grpo, beta: 0 } })) {
-      out.push('grpo.beta: 0 (no reference model)');
-    }
+  if (
+    options.grpo.beta > 0 &&
+    !options.lora &&
+    fits({ ...options, grpo: { ...options.grpo, beta: 0 } })
+  ) {
+    out.push('grpo.beta: 0 (no reference model)');
   }
+  const needed = planResolved(
+    config,
+    { ...options, gradientCheckpointing: 'auto', memoryLimitBytes: Number.MAX_SAFE_INTEGER },
+    batch,
+  );
+  const smallest = planResolved(
+    config,
+    { ...options, gradientCheckpointing: true, memoryLimitBytes: Number.MAX_SAFE_INTEGER },
+    batch,
+  );
+  out.push(
+    `memoryLimitBytes ≥ ${Math.ceil(Math.min(needed.totalBytes, smallest.totalBytes) / 2 ** 20)} MiB`,
+  );
   return out;
 }
 
 const ALL: LoraModule[] = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
 
-function planResolvedFits(
-  config: LlamaConfig,
-  options: ResolvedTrainerOptions,
-  batch: { tokens: number; rowLength: number },
-): boolean {
-  const plan = planResolved(config, options, batch);
-  return plan.fits || plan.maxMicroBatchTokens.recomputed > 0;
-}
+const millions = (count: number) => `${(count / 1e6).toFixed(count < 1e7 ? 2 : 0)}M`;
 
 /**
  * Refuses a trainer whose static parts (weights, gradients, optimizer, reference, runtime) and
@@ -238,7 +248,7 @@ export function assertStaticFit(
   });
   if (plan.maxMicroBatchTokens.recomputed >= Math.min(plan.microBatchTokens, 64)) return plan;
   throw new MemoryLimitError({
-    what: `training this ${config.model_type} model (${(parameterCounts(config, undefined).model / 1e6).toFixed(0)}M parameters${options.lora ? `, LoRA r ${options.lora.r}` : ', full fine-tuning'})`,
+    what: `training this ${config.model_type} model (${millions(parameterCounts(config, undefined).model)} parameters${options.lora ? `, LoRA r ${options.lora.r}` : ', full fine-tuning'})`,
     parts: plan.parts,
     limitBytes: plan.limitBytes,
     limitName: options.memoryLimitName,
