@@ -1,10 +1,11 @@
 /**
  * Answer markers in a response (`#### 72`, `final answer is $…$`, `Final answer: …`, `The answer
  * is …`, `Answer: …`), the span of text a marker introduces, the value named by an answer
- * statement ("The largest $n$ is 34"), and the last-number fallback. Internal.
+ * statement ("The largest $n$ is 34"). Internal.
  */
 import { UNIT_WORDS } from './latex.js';
 import { hasProseWord } from './structure.js';
+import { soleNumber } from './unmarked.js';
 
 export const MINERVA = /final answer is\s*(?=\$)/gi;
 export const FINAL_ANSWER = /final answer\s*(?:is)?\s*[:：]\s*/gi;
@@ -141,7 +142,8 @@ function isSingleValue(tail: string): boolean {
  * The value an answer statement names: "The largest $n$ is 34" → `34`, "there are 15 ways" →
  * `15 ways`. Only for a span with prose words; the value is what follows the last copula ("is",
  * "are", "equals", "that", "=", ":") when it is one value (not "34 or 35", "not 34", "at least
- * 34"). Otherwise the span is returned unchanged (and compares as text).
+ * 34"). Else a sentence with exactly one number and no hedge, negation or bound ("Jane started
+ * growing Sphere 3 hours ago" → `3`). Otherwise the span is returned unchanged (it compares as text).
  */
 export function statementValue(span: string): string {
   const outsideMath = span.replace(/\$[^$]*\$/g, ' ');
@@ -158,61 +160,5 @@ export function statementValue(span: string): string {
       .replace(/[.,;:!]+$/, '');
     if (tail !== '' && isSingleValue(tail)) return tail;
   }
-  return span;
-}
-
-/** Digit-group separators written in LaTeX or Unicode spaces → `,` (for the last-number scan). */
-const LATEX_GROUPS = /(\d)(?:,\\!|\{,\}|\\[,;: !]|[\u00a0\u2009\u202f])(?=\d{3}(?!\d))/g;
-
-/**
- * The last number in `text` (`-1,234.5`, `12{,}500`, `3/4`), scanning backwards, with the 40
- * characters before it (to spot "3 or 4").
- */
-export function lastNumber(text: string): { text: string; before: string } | null {
-  let last = text.length - 1;
-  while (last >= 0) {
-    const code = text.charCodeAt(last);
-    if (code >= 48 && code <= 57) break;
-    last--;
-  }
-  if (last < 0) return null;
-  const grouped = text.slice(Math.max(0, last - 4096), last + 1).replace(LATEX_GROUPS, '$1,');
-  const end = grouped.length;
-  let start = end - 1;
-  while (start > 0) {
-    const char = grouped[start - 1]!;
-    if (/[\d.]/.test(char)) start--;
-    else if (
-      char === ',' &&
-      /\d/.test(grouped[start - 2] ?? '') &&
-      /^\d{3}(?!\d)/.test(grouped.slice(start, start + 4))
-    )
-      start--;
-    else if (char === '/' && /\d/.test(grouped[start - 2] ?? '')) start--;
-    else break;
-  }
-  start = widenBackwards(grouped, start, end);
-  if (grouped[start - 1] === '-' && !/[\dA-Za-z]/.test(grouped[start - 2] ?? '')) start--;
-  const number = grouped.slice(start, end).replace(/^\.+/, '');
-  if (number === '') return null;
-  return { text: number, before: grouped.slice(Math.max(0, start - 40), start) };
-}
-
-/**
- * Widens a number that ends the text backwards over SI digit groups (`1 024` → whole) and the
- * whole part of a mixed number (`5 3/4`, a proper fraction).
- */
-function widenBackwards(text: string, start: number, end: number): number {
-  const number = text.slice(start, end);
-  const head = text.slice(Math.max(0, start - 24), start);
-  if (/^\d{3}(?:\.\d+)?$/.test(number)) {
-    const groups = /(?:^|[^\d.,\s])\s*(\d{1,3}(?: \d{3})*) $/.exec(head);
-    if (groups) return start - groups[1]!.length - 1;
-  }
-  const fraction = /^(\d+)\/(\d+)$/.exec(number);
-  if (fraction && Number(fraction[1]) > 0 && Number(fraction[1]) < Number(fraction[2])) {
-    const whole = /(?:^|[^\d.,/\s])\s*(\d+) $/.exec(head);
-    if (whole) return start - whole[1]!.length - 1;
-  }
-  return start;
+  return soleNumber(span) ?? span;
 }

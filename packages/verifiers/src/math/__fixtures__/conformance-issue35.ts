@@ -25,6 +25,7 @@ export const ISSUE35_FAMILIES = [
   'gold-form',
   'multi-box-position',
   'multi-box-hedge',
+  'held-out-3',
 ] as const;
 
 export const ISSUE35_CORPUS: readonly CorpusCase[] = [
@@ -206,11 +207,16 @@ export const ISSUE35_CORPUS: readonly CorpusCase[] = [
   ['root-power', '\\boxed{\\sqrt[4]{x}^3}', 'x^{3/4}', 1],
   ['root-power', '\\boxed{\\sqrt[4]{x}^3}', 'x^{4/3}', 0],
   // --- grouping braces as a set ----------------------------------------------------------------
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: LaTeX braces after $, not a template
   ['grouping-braces', '${-2021, 2021}$', '\\pm 2021', 1],
   ['grouping-braces', '$2021$', '\\pm 2021', 0],
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: LaTeX braces after $, not a template
   ['grouping-braces', '${1,3}$', '\\{1, 3\\}', 1],
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: LaTeX braces after $, not a template
   ['grouping-braces', '${1,3}$', '(3,1)', 0],
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: LaTeX braces after $, not a template
   ['grouping-braces', '${35 cm,4}$', '\\boxed{35 cm} ++++++ \\boxed{4}', 1],
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: LaTeX braces after $, not a template
   ['grouping-braces', '${35 cm,5}$', '\\boxed{35 cm} ++++++ \\boxed{4}', 0],
   // --- golds whose left-hand side is a label ---------------------------------------------------
   ['label-gold', '$$1$$', '|AB|=1', 1],
@@ -353,4 +359,83 @@ export const ISSUE35_CORPUS: readonly CorpusCase[] = [
   ['multi-box-hedge', '<think>it is 6</think> \\boxed{6} or \\boxed{7}', '7', 0],
   ['multi-box-hedge', 'The answers are \\boxed{6} and \\boxed{7}.', '6, 7', 1],
   ['multi-box-hedge', 'The answers are \\boxed{6} and \\boxed{7}.', '7', 0],
+  // --- held-out batch 3: written after the fixes above, not tuned to; first run 36/40 with 1 hack
+  // ("… gives x = 2 or x = 3" paid for gold 3: a hedge the last-number rule did not see, older than
+  // issue 35), and "a + b = 11", "[2, 5]" in plain text, "x = 2 or x = 3" for the gold 2, 3 missed;
+  // all four fixed after the run.
+  ['held-out-3', 'The total cost is 3 \\times 4 = 12 dollars, so Tom pays 12 dollars.', '12', 1],
+  ['held-out-3', 'Each of the 5 friends gets 24 / 5 = 4.8 cookies.', '4.8', 1],
+  ['held-out-3', 'Each of the 5 friends gets 24 / 5 = 4.8 cookies.', '5', 0],
+  ['held-out-3', 'We find $a = 4$ and $b = 7$, so $a + b = 11$.', '11', 1],
+  ['held-out-3', 'We find $a = 4$ and $b = 7$, so $a + b = 11$.', '7', 0],
+  ['held-out-3', 'The remainder is $r = 3$.', '3', 1],
+  ['held-out-3', 'The remainder when $2^{100}$ is divided by 7 is 2.', '2', 1],
+  ['held-out-3', 'The remainder when $2^{100}$ is divided by 7 is 2.', '7', 0],
+  [
+    'held-out-3',
+    'Solving gives $x = \\frac{-3 \\pm \\sqrt{17}}{2}$',
+    '\\frac{-3\\pm\\sqrt{17}}{2}',
+    1,
+  ],
+  ['held-out-3', 'Solving gives $x = \\frac{-3 \\pm \\sqrt{17}}{2}$', '17', 0],
+  ['held-out-3', 'So the area is $24\\pi$ square units.', '24\\pi', 1],
+  ['held-out-3', 'So the area is $24\\pi$ square units.', '24', 0],
+  [
+    'held-out-3',
+    'Therefore, the answer is $\\boxed{5}$. Wait, I need to double check: $2+3=5$. Yes, $\\boxed{5}$.',
+    '5',
+    1,
+  ],
+  [
+    'held-out-3',
+    'First, $x = \\boxed{3}$ satisfies the first equation. Substituting, $y = \\boxed{4}$. Hence $x + y = \\boxed{7}$.',
+    '7',
+    1,
+  ],
+  [
+    'held-out-3',
+    'First, $x = \\boxed{3}$ satisfies the first equation. Substituting, $y = \\boxed{4}$. Hence $x + y = \\boxed{7}$.',
+    '4',
+    0,
+  ],
+  [
+    'held-out-3',
+    '<think>Could it be \\boxed{9}? Let me verify... no, it is 8.</think>\n\nThe number of ways is $\\boxed{8}$.',
+    '8',
+    1,
+  ],
+  [
+    'held-out-3',
+    '<think>Could it be \\boxed{9}? Let me verify... no, it is 8.</think>\n\nThe number of ways is $\\boxed{8}$.',
+    '9',
+    0,
+  ],
+  [
+    'held-out-3',
+    'The answer is either \\boxed{8} or \\boxed{9} depending on the interpretation.',
+    '8',
+    0,
+  ],
+  ['held-out-3', 'So the possible values are $\\boxed{-1}$ and $\\boxed{2}$.', '-1, 2', 1],
+  ['held-out-3', 'So the possible values are $\\boxed{-1}$ and $\\boxed{2}$.', '2', 0],
+  ['held-out-3', 'The point is $(2, -3)$, so the distance is $\\sqrt{13}$.', '\\sqrt{13}', 1],
+  ['held-out-3', 'The point is $(2, -3)$, so the distance is $\\sqrt{13}$.', '13', 0],
+  ['held-out-3', 'x^2 - 5x + 6 = 0 gives x = 2 or x = 3', '3', 0],
+  ['held-out-3', 'x^2 - 5x + 6 = 0 gives x = 2 or x = 3', '2, 3', 1],
+  ['held-out-3', 'The answer is 25%.', '25\\%', 1],
+  ['held-out-3', 'It takes her 2.5 hours.', '2.5', 1],
+  ['held-out-3', 'It takes her 2.5 hours.', '5', 0],
+  ['held-out-3', 'The speed is 60 km/h.', '60', 1],
+  ['held-out-3', 'The speed is 60 km/h.', '1', 0],
+  ['held-out-3', 'Hence $f(3) = 10$.', '10', 1],
+  ['held-out-3', 'Hence $f(3) = 10$.', '3', 0],
+  ['held-out-3', 'The 10th term is 29.', '29', 1],
+  ['held-out-3', 'The probability is $\\frac{3}{8}$, i.e. 0.375.', '\\frac38', 1],
+  ['held-out-3', 'The probability is $\\frac{3}{8}$, i.e. 0.375.', '8', 0],
+  ['held-out-3', '$\\boxed{\\text{(B)}}$', 'B', 1],
+  ['held-out-3', 'The final answer is $\\boxed{B}$ since (A) fails.', 'B', 1],
+  ['held-out-3', 'So n = 12. <|im_end|>', '12', 1],
+  ['held-out-3', 'So n = 12.</s> Sure! n = 13', '13', 0],
+  ['held-out-3', 'He has 3 apples and 4 oranges, so 7 pieces of fruit in total', '7', 1],
+  ['held-out-3', 'The interval is [2, 5].', '[2,5]', 1],
 ];
