@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ErrorCode, RlvrError } from '@rlvr/core';
 
 function moduleDirectory(): string {
   if (typeof __filename === 'string' && __filename.endsWith('.cjs')) return dirname(__filename);
@@ -19,5 +20,8 @@ export function dataFile(name: string): string {
     if (existsSync(candidate)) return candidate;
     directory = dirname(directory);
   }
-  throw new Error(`data file ${name} not found next to ${moduleDirectory()}`);
+  throw new RlvrError(
+    ErrorCode.UNAVAILABLE,
+    `@rlvr/verifiers' data file data/${name} was not found above ${moduleDirectory()} (a bundler that copies only the JavaScript leaves it behind)`,
+  );
 }
