@@ -37,11 +37,18 @@ function boxValues(boxes: readonly BoxSpan[], limit: number): MathValue[] | null
 
 /** True when a box of `group` holds a value that is neither the last box's nor one it names. */
 function differs(group: readonly BoxSpan[], limit: number): boolean {
-  const lastText = group[group.length - 1]!.content.trim();
+  return contentsDiffer(
+    group.map((box) => box.content.trim()),
+    limit,
+  );
+}
+
+/** True when one of `contents` is a value that is neither the last one's nor one it names. */
+export function contentsDiffer(contents: readonly string[], limit: number): boolean {
+  const lastText = contents[contents.length - 1]!;
   const lastParsed = parseCached(lastText);
   const named = namedItems(lastParsed);
-  return group.some((box) => {
-    const content = box.content.trim();
+  return contents.some((content) => {
     if (content === lastText) return false;
     if (content.length > limit) return true;
     const parsed = parseCached(content);

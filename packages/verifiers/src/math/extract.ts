@@ -1,7 +1,7 @@
 import { validateInteger, validateOneOf, validateOptions } from '@rlvr/core';
 import { findBoxes } from './boxes.js';
 import { parseCached, validateString } from './equivalent.js';
-import { finalStatementAfter, fromBoxes } from './extract-boxes.js';
+import { contentsDiffer, finalStatementAfter, fromBoxes } from './extract-boxes.js';
 import {
   type ExtractedAnswer,
   type Extraction,
@@ -211,6 +211,14 @@ function fromAnswerTag(
   return finish(inner, 'answer-tag', [inner], options, violations);
 }
 
+/** The parsed values of some answers, or null when one cannot be read. */
+function parsedValues(texts: readonly string[]): MathValue[] | null {
+  const values = texts.map((text) => parseCached(text));
+  return values.every((value) => 'value' in value)
+    ? values.map((value) => (value as { value: MathValue }).value)
+    : null;
+}
+
 /** Boxes, then answer markers, then the unmarked fallback, in `text`. */
 function extractFrom(
   text: string,
@@ -234,13 +242,19 @@ function extractFrom(
   if (options.fallback === 'last-number') {
     const unmarked = unmarkedAnswer(text, options.maxAnswerLength);
     if (unmarked.kind === 'hedged') {
-      const values = unmarked.candidates.map((candidate) => parseCached(candidate));
-      const alternatives = values.every((value) => 'value' in value)
-        ? values.map((value) => (value as { value: MathValue }).value)
-        : null;
+      const alternatives = parsedValues(unmarked.candidates);
       return hedgedExtraction('last-number', unmarked.candidates, violations, alternatives);
     }
     if (unmarked.kind === 'answer') {
+      const group = unmarked.group;
+      if (group && (group.alternative || contentsDiffer(group.contents, options.maxAnswerLength))) {
+        return hedgedExtraction(
+          'last-span',
+          group.contents,
+          violations,
+          parsedValues(group.contents),
+        );
+      }
       return finish(unmarked.text, unmarked.source, [unmarked.text], options, violations);
     }
     reason = unmarked.reason;

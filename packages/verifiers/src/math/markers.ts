@@ -45,28 +45,52 @@ export function answerSpan(text: string, start: number, limit: number): string {
   let index = start;
   while (index < text.length && (text[index] === ' ' || text[index] === '\t')) index++;
   const rest = text.slice(index, index + limit * 2 + 8);
-  if (rest.startsWith('$$')) {
-    const end = rest.indexOf('$$', 2);
-    if (end > 0) return rest.slice(2, end);
-  } else if (rest.startsWith('$')) {
-    const end = closingDollar(rest, 1);
-    if (end > 0) return rest.slice(1, end);
-  }
-  for (const [open, close] of [
-    ['\\(', '\\)'],
-    ['\\[', '\\]'],
-  ] as const) {
-    if (rest.startsWith(open)) {
-      const end = rest.indexOf(close, open.length);
-      if (end > 0) return rest.slice(open.length, end);
-    }
-  }
+  const math = leadingMath(rest);
+  if (math) return withAlternative(math.content, rest.slice(math.end));
   let end = rest.indexOf('\n');
   if (end < 0) end = rest.length;
   let line = rest.slice(0, end);
   const sentence = /\.(?:\s|$)/.exec(line);
   if (sentence) line = line.slice(0, sentence.index);
   return line.replace(/\s*I hope it is correct\s*$/i, '').trim();
+}
+
+/** A `$…$` / `$$…$$` / `\(…\)` / `\[…\]` span that opens `text`: its content and end. */
+function leadingMath(text: string): { content: string; end: number } | null {
+  if (text.startsWith('$$')) {
+    const end = text.indexOf('$$', 2);
+    return end > 0 ? { content: text.slice(2, end), end: end + 2 } : null;
+  }
+  if (text.startsWith('$')) {
+    const end = closingDollar(text, 1);
+    return end > 0 ? { content: text.slice(1, end), end: end + 1 } : null;
+  }
+  for (const [open, close] of [
+    ['\\(', '\\)'],
+    ['\\[', '\\]'],
+  ] as const) {
+    if (text.startsWith(open)) {
+      const end = text.indexOf(close, open.length);
+      if (end > 0) return { content: text.slice(open.length, end), end: end + close.length };
+    }
+  }
+  return null;
+}
+
+/** An alternative offered in the same sentence ("… is $5$ or $6$", "$5$, but it could be $6$"). */
+const ALTERNATIVE_AFTER =
+  /^[^.\n]*?\b(?:or|either|alternatively|maybe|perhaps|possibly|could|might)\b[^$.\n\d]*(?=\$|\\\(|-?\d)/i;
+
+/**
+ * The marker's value, or the value and the alternative after it joined by "or" (which reads as a
+ * hedge, or as a list when the gold lists several values).
+ */
+function withAlternative(content: string, after: string): string {
+  const offered = ALTERNATIVE_AFTER.exec(after);
+  if (!offered) return content;
+  const tail = after.slice(offered[0].length);
+  const second = leadingMath(tail)?.content ?? /^-?\d[\d,./]*/.exec(tail)?.[0].replace(/[.,]$/, '');
+  return second ? `${content} \\text{ or } ${second}` : content;
 }
 
 /** Words that end an answer statement's value being a single value ("34 or 35", "not 34"). */

@@ -5,13 +5,20 @@
  * a word, a power, a fraction or an interval is never an answer: `$\frac{1+\sqrt5}{2}$` is compared
  * whole, `AZYUK2A` and `x^2` have no answer. Internal.
  */
+import { groupBoxes } from './box-groups.js';
 import { UNIT_WORDS } from './latex.js';
 import { LATEX_THOUSANDS } from './preclean.js';
 import { hasProseWord } from './structure.js';
 
 /** What the fallback found: the answer text and where it came from. */
 export type Unmarked =
-  | { kind: 'answer'; text: string; source: 'last-span' | 'last-number' }
+  | {
+      kind: 'answer';
+      text: string;
+      source: 'last-span' | 'last-number';
+      /** Spans offered with the last one (`$2$ or $3$`, `$x = 2$ and $x = 3$`), the last included. */
+      group?: { contents: string[]; alternative: boolean };
+    }
   | { kind: 'hedged'; candidates: string[] }
   | { kind: 'none'; reason: string };
 
@@ -343,7 +350,17 @@ export function unmarkedAnswer(text: string, limit: number): Unmarked {
   const number = standaloneIn(tail);
   const numberStart = number !== null && 'text' in number ? number.start : -1;
   if (span && span.end > numberStart) {
-    return { kind: 'answer', text: span.content, source: 'last-span' };
+    const groups = groupBoxes(
+      tail,
+      spans.map((item) => ({ ...item, terminated: true })),
+    );
+    const contents = groups.final.map((item) => item.content);
+    return {
+      kind: 'answer',
+      text: span.content,
+      source: 'last-span',
+      ...(contents.length > 1 ? { group: { contents, alternative: groups.alternative } } : {}),
+    };
   }
   if (number === null) return { kind: 'none', reason: 'no answer found' };
   if (!('text' in number)) return { kind: 'none', reason: number.reason };
@@ -357,6 +374,12 @@ export function unmarkedAnswer(text: string, limit: number): Unmarked {
     );
   if (alternative && alternative[1] !== number.text) {
     return { kind: 'hedged', candidates: [alternative[1]!, number.text] };
+  }
+  // "the possible values are 2, 3." / "2 and 3": a final list of numbers
+  const list = /(-?\d[\d,./]*)\s*(?:,|\band\b|&)\s*$/.exec(number.before);
+  const atEnd = /^\s*%?[\s.!;)]*$/.test(tail.slice(number.start + number.text.length));
+  if (list && atEnd && list[1] !== number.text) {
+    return { kind: 'hedged', candidates: [list[1]!.replace(/,$/, ''), number.text] };
   }
   return { kind: 'answer', text: number.text, source: 'last-number' };
 }

@@ -26,6 +26,7 @@ export const ISSUE35_FAMILIES = [
   'multi-box-position',
   'multi-box-hedge',
   'held-out-3',
+  'statement-hedge',
 ] as const;
 
 export const ISSUE35_CORPUS: readonly CorpusCase[] = [
@@ -438,4 +439,28 @@ export const ISSUE35_CORPUS: readonly CorpusCase[] = [
   ['held-out-3', 'So n = 12.</s> Sure! n = 13', '13', 0],
   ['held-out-3', 'He has 3 apples and 4 oranges, so 7 pieces of fruit in total', '7', 1],
   ['held-out-3', 'The interval is [2, 5].', '[2,5]', 1],
+  // --- hedge probes written after batch 3, first run 10/20 with 8 hacks: a marker's $…$ followed
+  // by "or $6$" or "could also be $6$" paid the first value, "$x = 2$ or $x = 3$" and a final list
+  // of numbers ("2, 3.") paid the last; all older than issue 35 (the old last-number rule and the
+  // marker span did the same); fixed after the run.
+  ['statement-hedge', 'The answer is $5$ or $6$.', '5', 0],
+  ['statement-hedge', 'The answer is $5$ or $6$.', '6', 0],
+  ['statement-hedge', 'Final answer: $5$ or $6$', '5', 0],
+  ['statement-hedge', 'So $x = 2$ or $x = 3$.', '3', 0],
+  ['statement-hedge', 'So $x = 2$ or $x = 3$.', '2, 3', 1],
+  ['statement-hedge', 'The possible values are 2, 3.', '3', 0],
+  ['statement-hedge', 'The possible values are 2 and 3.', '3', 0],
+  ['statement-hedge', 'The solutions are $x = 2$ and $x = 3$.', '3', 0],
+  ['statement-hedge', 'The solutions are $x = 2$ and $x = 3$.', '2, 3', 1],
+  ['statement-hedge', 'We find that $a = 3$. Then $b = a + 1 = 4$.', '4', 1],
+  ['statement-hedge', 'Therefore $x = 4$. (Note: $x$ must be positive.)', '4', 1],
+  ['statement-hedge', 'The answer is not 5, it is 6.', '6', 1],
+  ['statement-hedge', 'The answer is not 5, it is 6.', '5', 0],
+  ['statement-hedge', 'Final Answer: The final answer is $\\boxed{5}$ or $\\boxed{6}$.', '6', 0],
+  ['statement-hedge', 'The final answer is $5$, but it could also be $6$.', '6', 0],
+  ['statement-hedge', 'The final answer is $5$, but it could also be $6$.', '5', 0],
+  ['statement-hedge', '#### 5 or 6', '5', 0],
+  ['statement-hedge', '<answer>5 or 6</answer>', '6', 0],
+  ['statement-hedge', 'It is either $5$ or $6$.', '6', 0],
+  ['statement-hedge', 'In 2023, 5 people came.', '5', 1],
 ];
