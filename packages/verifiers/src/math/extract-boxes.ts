@@ -11,7 +11,7 @@ import {
   markedSpan,
   type ResolvedExtractOptions,
 } from './extraction.js';
-import { FINAL_ANSWER, GSM8K, MINERVA } from './markers.js';
+import { ANSWER_IS, ANSWER_LABEL, FINAL_ANSWER, GSM8K, MINERVA } from './markers.js';
 import type { MathValue } from './structure.js';
 
 /** Items of a list, set or tuple answer (the last box may name every earlier box's value). */
@@ -104,6 +104,8 @@ const FINAL_MARKERS: readonly (readonly [ExtractSource, RegExp])[] = [
   ['gsm8k', GSM8K],
   ['minerva', MINERVA],
   ['final-answer', FINAL_ANSWER],
+  ['answer-is', ANSWER_IS],
+  ['answer-is', ANSWER_LABEL],
 ];
 
 /**

@@ -27,6 +27,7 @@ export const ISSUE35_FAMILIES = [
   'multi-box-hedge',
   'held-out-3',
   'statement-hedge',
+  'position-probes',
 ] as const;
 
 export const ISSUE35_CORPUS: readonly CorpusCase[] = [
@@ -463,4 +464,102 @@ export const ISSUE35_CORPUS: readonly CorpusCase[] = [
   ['statement-hedge', '<answer>5 or 6</answer>', '6', 0],
   ['statement-hedge', 'It is either $5$ or $6$.', '6', 0],
   ['statement-hedge', 'In 2023, 5 people came.', '5', 1],
+  // --- realistic multi-box endings written after the hedge probes; 20/20 on their first run (an
+  // "the answer is …" / "Answer: …" statement after the last box had just been made a later
+  // statement, for the "Recomputing, … so the answer is 4" case)
+  [
+    'position-probes',
+    'Summing up, the total is 42.\n\n**Final Answer**\n\\[\n\\boxed{42}\n\\]',
+    '42',
+    1,
+  ],
+  [
+    'position-probes',
+    '<think>\nso the answer is 42... wait, let me check: 6*7 = 42, yes.\n</think>\n\nThe answer is $\\boxed{42}$.',
+    '42',
+    1,
+  ],
+  [
+    'position-probes',
+    'The area is $\\boxed{12}$ square units and the perimeter is $\\boxed{14}$ units.',
+    '14',
+    1,
+  ],
+  [
+    'position-probes',
+    'The area is $\\boxed{12}$ square units and the perimeter is $\\boxed{14}$ units.',
+    '12, 14',
+    1,
+  ],
+  ['position-probes', 'Thus $x = \\boxed{2}$, $y = \\boxed{3}$.', '(2, 3)', 1],
+  ['position-probes', 'Thus $x = \\boxed{2}$, $y = \\boxed{3}$.', '3', 0],
+  [
+    'position-probes',
+    '<think>maybe \\boxed{5}</think>\n\nAfter checking, the answer is 7.',
+    '7',
+    1,
+  ],
+  [
+    'position-probes',
+    '<think>maybe \\boxed{5}</think>\n\nAfter checking, the answer is 7.',
+    '5',
+    0,
+  ],
+  [
+    'position-probes',
+    'Let us verify: if $x = \\boxed{3}$ then it fails. Recomputing, $x = 4$, so the answer is 4.',
+    '4',
+    1,
+  ],
+  [
+    'position-probes',
+    'Let us verify: if $x = \\boxed{3}$ then it fails. Recomputing, $x = 4$, so the answer is 4.',
+    '3',
+    0,
+  ],
+  [
+    'position-probes',
+    'So the answer is $\\boxed{5}$. The answer is correct because 2 + 3 = 5.',
+    '5',
+    1,
+  ],
+  ['position-probes', '\\boxed{5}\n\nAnswer: 5', '5', 1],
+  ['position-probes', '\\boxed{5}\n\nAnswer: 6', '6', 0],
+  ['position-probes', '\\boxed{5}\n\nAnswer: 6', '5', 0],
+  [
+    'position-probes',
+    'Step 1: $3 \\times 4 = \\boxed{12}$. Step 2: $12 + 5 = \\boxed{17}$. Therefore the final result is $\\boxed{17}$.',
+    '17',
+    1,
+  ],
+  [
+    'position-probes',
+    'Step 1: $3 \\times 4 = \\boxed{12}$. Step 2: $12 + 5 = \\boxed{17}$. Therefore the final result is $\\boxed{17}$.',
+    '12',
+    0,
+  ],
+  [
+    'position-probes',
+    'The probability is $\\boxed{\\frac{1}{4}}$, i.e. $\\boxed{0.25}$.',
+    '0.25',
+    1,
+  ],
+  [
+    'position-probes',
+    'I think it is \\boxed{3}. Hmm, maybe not. Let me redo: the count is \\boxed{4}.',
+    '4',
+    1,
+  ],
+  [
+    'position-probes',
+    'I think it is \\boxed{3}. Hmm, maybe not. Let me redo: the count is \\boxed{4}.',
+    '3',
+    0,
+  ],
+  [
+    'position-probes',
+    'Final Answer: The final answer is $12$. I hope it is correct.\n\nNote: in part (b) it would be $13$.',
+    '12',
+    1,
+  ],
 ];
