@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { punktSentences, punktSpans } from './punkt.js';
+import { countCapitalWords } from './text.js';
 
 type Case = { set: string; text: string; spans: [number, number][] };
 
@@ -52,5 +53,16 @@ describe('punktSpans (NLTK Punkt, English model)', () => {
       punktSpans(input);
       expect(performance.now() - start).toBeLessThan(3000);
     }
+  });
+});
+
+describe("countCapitalWords (IFEval's capital_word_frequency: nltk word_tokenize, isupper)", () => {
+  it("should count what NLTK's word_tokenize counts, contractions and curly apostrophes included", () => {
+    const recorded = JSON.parse(
+      readFileSync(new URL('./fixtures/capital-words-nltk.json', import.meta.url), 'utf8'),
+    ) as { cases: { text: string; count: number }[] };
+    const misses = recorded.cases.filter((item) => countCapitalWords(item.text) !== item.count);
+    expect(misses.map((item) => item.text.slice(0, 60))).toEqual([]);
+    expect(countCapitalWords('I CANNOT go. WE’RE HERE.')).toBe(6); // NLTK: I CAN NOT WE RE HERE
   });
 });

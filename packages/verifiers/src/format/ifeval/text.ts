@@ -60,6 +60,9 @@ export function countSentences(text: string): number {
 }
 
 const CONTRACTION = /^(.*[^'])('[sSmMdD]|'ll|'LL|'re|'RE|'ve|'VE|n't|N'T)$/u;
+/** Treebank's CONTRACTIONS2/3: `cannot` → `can not`, `gonna` → `gon na`, `'tis` → `'t is`, … */
+const SPLIT_WORD =
+  /^(can)(not)$|^(d)('ye)$|^(gim)(me)$|^(gon)(na)$|^(got)(ta)$|^(lem)(me)$|^(more)('n)$|^(wan)(na)$|^('t)(is|was)$/iu;
 
 /**
  * Word tokens as nltk's `word_tokenize` (Treebank) splits them, for counting capitalized words:
@@ -71,7 +74,7 @@ export function wordTokens(text: string): string[] {
   const tokens: string[] = [];
   for (const word of pySplit(text)) {
     if (!CASED.test(word)) tokens.push(word);
-    else if (/^[\p{L}\p{N}]+$/u.test(word)) tokens.push(word);
+    else if (/^[\p{L}\p{N}]+$/u.test(word) && !SPLIT_WORD.test(word)) tokens.push(word);
     else splitPunctuation(word, tokens);
   }
   return tokens;
@@ -85,7 +88,7 @@ export function countCapitalWords(text: string): number {
   for (const word of pySplit(text)) {
     if (!/\p{Uppercase}/u.test(word)) continue;
     const tokens: string[] = [];
-    if (/^[\p{L}\p{N}]+$/u.test(word)) tokens.push(word);
+    if (/^[\p{L}\p{N}]+$/u.test(word) && !SPLIT_WORD.test(word)) tokens.push(word);
     else splitPunctuation(word, tokens);
     for (const token of tokens) if (isUpper(token)) count++;
   }
@@ -94,12 +97,14 @@ export function countCapitalWords(text: string): number {
 
 function splitPunctuation(text: string, tokens: string[]): void {
   for (const chunk of text.split(
-    /[\s,;@#$%&?!"()[\]{}<>“”‘«»`]+|:(?!\d)|(?<!\p{L})'|'(?!\p{L})/u,
+    /[\s,;@#$%&?!"()[\]{}<>“”‘’«»`]+|:(?!\d)|(?<!\p{L})'|'(?!\p{L})/u,
   )) {
     if (!chunk) continue;
     const piece = chunk.replace(/\.+$/u, '') || chunk;
     const contraction = CONTRACTION.exec(piece);
+    const split = contraction ? null : SPLIT_WORD.exec(piece);
     if (contraction) tokens.push(contraction[1]!, contraction[2]!);
+    else if (split) tokens.push(...split.slice(1).filter((part) => part !== undefined));
     else tokens.push(piece);
   }
 }
