@@ -192,6 +192,24 @@ function vectorItems(value: MathValue): MathValue[] | null {
   return null;
 }
 
+/** `2:4` ≡ `1:2` (exact non-zero parts in proportion); else part by part (`12:00`, `9:30`). */
+function ratiosEqual(a: readonly MathValue[], b: readonly MathValue[], options: CompareOptions) {
+  if (a.length !== b.length) return false;
+  if (orderedEqual(a, b, options)) return true;
+  const exact = (value: MathValue) =>
+    value.kind === 'scalar' && value.compiled.exact && value.compiled.exact.num !== 0n
+      ? value.compiled.exact
+      : null;
+  const left = a.map(exact);
+  const right = b.map(exact);
+  if (left.some((part) => part === null) || right.some((part) => part === null)) return false;
+  const [a0, b0] = [left[0]!, right[0]!];
+  return left.every((part, index) => {
+    const other = right[index]!;
+    return part!.num * other.den * b0.num * a0.den === other.num * part!.den * a0.num * b0.den;
+  });
+}
+
 /** Symmetric equivalence of two parsed answers. */
 export function valuesEqual(a: MathValue, b: MathValue, options: CompareOptions): boolean {
   if (a.kind === 'alternatives' || b.kind === 'alternatives') return false;
@@ -211,6 +229,18 @@ export function valuesEqual(a: MathValue, b: MathValue, options: CompareOptions)
     const [equation, other] = a.kind === 'equation' ? [a, b] : [b, a];
     const assigned = assignedValue(equation);
     return assigned !== null && valuesEqual(assigned, other, options);
+  }
+  if (a.kind === 'ratio' || b.kind === 'ratio') {
+    return a.kind === 'ratio' && b.kind === 'ratio' && ratiosEqual(a.items, b.items, options);
+  }
+  if (a.kind === 'relation' || b.kind === 'relation') {
+    return (
+      a.kind === 'relation' &&
+      b.kind === 'relation' &&
+      a.ops.length === b.ops.length &&
+      a.ops.every((op, index) => op === b.ops[index]) &&
+      a.terms.every((term, index) => scalarsEqual(term, b.terms[index]!, options))
+    );
   }
   // Lists whose items are assignments (x = 1, x = 2) compare by their values.
   if (a.kind === 'list' || b.kind === 'list') {
@@ -264,6 +294,8 @@ export function countLeaves(value: MathValue): number {
       return countLeaves(value.lhs) + countLeaves(value.rhs);
     case 'matrix':
       return value.rows.reduce((sum, row) => sum + row.length, 0);
+    case 'relation':
+      return value.terms.length;
     default:
       return value.items.reduce((sum, item) => sum + countLeaves(item), 0);
   }

@@ -285,6 +285,23 @@ function literalNumber(literal: string): number {
   return value;
 }
 
+/**
+ * A negative real base with an exact exponent p/q, q odd (`x^{2/3}` at x < 0): the real root, as
+ * `\\sqrt[3]{x}^2` gives it (the principal complex power would differ). Null otherwise.
+ */
+function realPower(
+  node: MathNode,
+  args: readonly unknown[],
+  literals: readonly string[],
+): number | null {
+  const base = realNumber(args[0]);
+  if (base === null || base >= 0) return null;
+  const exponent = exactValue(node.args![1]!, literals);
+  if (!exponent || exponent.den === 1n || exponent.den % 2n === 0n) return null;
+  const magnitude = (-base) ** (Number(exponent.num) / Number(exponent.den));
+  return exponent.num % 2n === 0n ? magnitude : -magnitude;
+}
+
 /** Numeric (complex) value of a validated tree at `scope`. Throws on domain errors. */
 function numericValue(
   node: MathNode,
@@ -317,7 +334,7 @@ function numericValue(
         case 'divide':
           return inRange(math.divide(args[0], args[1]), args, true);
         case 'pow':
-          return inRange(math.pow(args[0], args[1]), args, true);
+          return inRange(realPower(node, args, literals) ?? math.pow(args[0], args[1]), args, true);
         case 'unaryMinus':
           return math.unaryMinus(args[0]);
         case 'unaryPlus':

@@ -1,39 +1,36 @@
 import { validateInteger, validateOneOf, validateOptions } from '@rlvr/core';
-import { type BoxSpan, findBoxes } from './boxes.js';
-import { DEFAULT_COMPARE_OPTIONS } from './compare.js';
-import { parseCached, parsedEquivalent, safeEqual, validateString } from './equivalent.js';
+import { findBoxes } from './boxes.js';
+import { parseCached, validateString } from './equivalent.js';
+import { contentsDiffer, finalStatementAfter, fromBoxes } from './extract-boxes.js';
 import {
-  ANSWER_IS,
-  ANSWER_LABEL,
-  answerSpan,
-  FINAL_ANSWER,
-  GSM8K,
-  lastMatchEnd,
-  lastNumber,
-  MINERVA,
-  statementValue,
-} from './markers.js';
+  type ExtractedAnswer,
+  type Extraction,
+  type ExtractSource,
+  finish,
+  hedgedExtraction,
+  markedSpan,
+  type ResolvedExtractOptions,
+} from './extraction.js';
+import { ANSWER_IS, ANSWER_LABEL, FINAL_ANSWER, GSM8K, lastMatchEnd, MINERVA } from './markers.js';
 import type { MathValue } from './structure.js';
 import { normalizeUnicode } from './unicode.js';
+import { unmarkedAnswer } from './unmarked.js';
 
-/** Where an answer was found, in priority order (see {@link extractAnswer}). */
-export type ExtractSource =
-  | 'boxed'
-  | 'answer-tag'
-  | 'gsm8k'
-  | 'minerva'
-  | 'final-answer'
-  | 'answer-is'
-  | 'last-number'
-  | 'none';
+export type { ExtractedAnswer, Extraction, ExtractSource };
 
 /** Options of {@link extractAnswer} (and of the extraction step of `verifyMath`). */
 export type ExtractOptions = {
-  /** What to use when no marker is found: the last number in the response, or nothing. Default `'last-number'`. */
+  /**
+   * What to use when there is no box and no answer marker: `'last-number'` (default) takes the
+   * whole response when it is one expression, else the later of the last complete math span and
+   * the last number that stands alone (never a digit out of an expression or a word); `'none'`
+   * finds nothing.
+   */
   fallback?: 'last-number' | 'none';
   /**
-   * Several boxed answers that are not all equivalent: `'reject'` (default) marks the response as
-   * hedged (no answer); `'last'` takes the last box.
+   * Several boxes: `'reject'` (default) decides by position — the last box is the answer unless a
+   * different box is offered beside it (`\\boxed{6} or \\boxed{7}`, a final list of boxes), which
+   * hedges; boxes before reasoning or a correction are intermediate. `'last'` takes the last box.
    */
   multipleAnswers?: 'reject' | 'last';
   /**
@@ -44,29 +41,6 @@ export type ExtractOptions = {
   /** Longest answer accepted, in characters (default 1000); longer ones are rejected. */
   maxAnswerLength?: number;
 };
-
-/** Result of {@link extractAnswer}. */
-export type ExtractedAnswer = {
-  /** The answer text (LaTeX kept, math delimiters stripped), or null when none was usable. */
-  answer: string | null;
-  /** Where it came from (`'none'` when nothing was found). */
-  source: ExtractSource;
-  /** True when the response commits to several different answers (`\boxed{1} … \boxed{2}`, `1 or 2`). */
-  hedged: boolean;
-  /** Every candidate found at the chosen source (e.g. each box's content), in order. */
-  candidates: string[];
-};
-
-/** Internal extraction result with the reasons verifyMath reports. */
-export type Extraction = ExtractedAnswer & {
-  violations: string[];
-  /** The parsed answer when `answer` is set. */
-  parsed: ReturnType<typeof parseCached> | null;
-  /** Alternatives when the answer hedges with "or" (verifyMath may read them as a set). */
-  alternatives: MathValue[] | null;
-};
-
-type ResolvedExtractOptions = Required<Omit<ExtractOptions, 'question'>> & { question?: string };
 
 const DEFAULTS: ResolvedExtractOptions = {
   fallback: 'last-number',
@@ -144,137 +118,6 @@ function removeEcho(
   return { text: rest, echoOnly: rest.trim().length === 0 };
 }
 
-function finish(
-  answer: string,
-  source: ExtractSource,
-  candidates: string[],
-  options: ResolvedExtractOptions,
-  violations: string[],
-): Extraction {
-  const trimmed = answer.trim();
-  if (trimmed === '' || /^\\?(?:\{\s*\}|\s)*$/.test(trimmed)) {
-    return {
-      answer: null,
-      source,
-      hedged: false,
-      candidates,
-      violations: [...violations, 'empty-answer'],
-      parsed: null,
-      alternatives: null,
-    };
-  }
-  if (trimmed.length > options.maxAnswerLength) {
-    return {
-      answer: null,
-      source,
-      hedged: false,
-      candidates,
-      violations: [...violations, 'answer-too-long'],
-      parsed: null,
-      alternatives: null,
-    };
-  }
-  const parsed = parseCached(trimmed);
-  if ('value' in parsed && parsed.value.kind === 'alternatives') {
-    return {
-      answer: null,
-      source,
-      hedged: true,
-      candidates,
-      violations: [...violations, 'hedged'],
-      parsed,
-      alternatives: parsed.value.items,
-    };
-  }
-  return {
-    answer: trimmed,
-    source,
-    hedged: false,
-    candidates,
-    violations,
-    parsed,
-    alternatives: null,
-  };
-}
-
-function hedgedExtraction(
-  source: ExtractSource,
-  candidates: string[],
-  violations: string[],
-  alternatives: MathValue[] | null,
-): Extraction {
-  return {
-    answer: null,
-    source,
-    hedged: true,
-    candidates,
-    violations: [...violations, 'hedged'],
-    parsed: null,
-    alternatives,
-  };
-}
-
-/** Items of a list or set answer (the last box may name every earlier box's value). */
-function namedItems(parsed: ReturnType<typeof parseCached>): MathValue[] {
-  if (!('value' in parsed)) return [];
-  const value = parsed.value;
-  if (value.kind === 'list' || value.kind === 'set') return value.items;
-  return [value];
-}
-
-/**
- * Extraction from the boxes: the last one, unless an earlier box holds a different value that the
- * last box does not name (a hedge; its values are kept as alternatives, which verifyMath reads as a
- * list when the gold lists several values).
- */
-function fromBoxes(
-  boxes: BoxSpan[],
-  options: ResolvedExtractOptions,
-  violations: string[],
-): Extraction {
-  const contents = boxes.map((box) => box.content.trim());
-  const nonEmpty = boxes.filter((box) => box.content.trim() !== '');
-  if (nonEmpty.length === 0) return finish('', 'boxed', contents, options, violations);
-  const last = nonEmpty[nonEmpty.length - 1]!;
-  if (!last.terminated || last.content.length > options.maxAnswerLength) {
-    return finish('x'.repeat(options.maxAnswerLength + 1), 'boxed', contents, options, [
-      ...violations,
-      ...(last.terminated ? [] : ['unterminated-box']),
-    ]);
-  }
-  if (options.multipleAnswers === 'reject' && nonEmpty.length > 1) {
-    const lastText = last.content.trim();
-    const lastParsed = parseCached(lastText);
-    const named = namedItems(lastParsed);
-    const texts = nonEmpty.map((box) => box.content.trim());
-    const distinct = texts.some((content) => {
-      if (content === lastText) return false;
-      if (content.length > options.maxAnswerLength) return true;
-      const parsed = parseCached(content);
-      if (parsedEquivalent(parsed, lastParsed, DEFAULT_COMPARE_OPTIONS)) return false;
-      return !(
-        'value' in parsed &&
-        named.some((item) => safeEqual(parsed.value, item, DEFAULT_COMPARE_OPTIONS))
-      );
-    });
-    if (distinct) {
-      const values = texts.map((content) =>
-        content.length > options.maxAnswerLength ? null : parseCached(content),
-      );
-      const alternatives = values.every((value) => value !== null && 'value' in value)
-        ? values.map((value) => (value as { value: MathValue }).value)
-        : null;
-      return hedgedExtraction('boxed', texts, violations, alternatives);
-    }
-  }
-  return finish(last.content, 'boxed', contents, options, violations);
-}
-
-/** The value a marker introduces: its span, or the value named by an answer statement. */
-function markedSpan(text: string, at: number, options: ResolvedExtractOptions): string {
-  return statementValue(answerSpan(text, at, options.maxAnswerLength));
-}
-
 const MARKERS: readonly (readonly [ExtractSource, RegExp])[] = [
   ['gsm8k', GSM8K],
   ['minerva', MINERVA],
@@ -299,21 +142,94 @@ export function extractDetailed(response: string, options: ResolvedExtractOption
       violations: ['question-echo'],
       parsed: null,
       alternatives: null,
+      boxLists: [],
     };
   }
-  const text = echo.text;
+  const text = endOfTurn(echo.text);
   const region = answerTag(text);
-  const boxes = findBoxes(region ?? text, MAX_BOXES);
-  if (boxes.length > 0) return fromBoxes(boxes, options, violations);
-  if (region !== null) {
-    const inner = region.trim();
-    for (const pattern of [MINERVA, FINAL_ANSWER, ANSWER_IS, ANSWER_LABEL]) {
-      const at = lastMatchEnd(inner, pattern);
-      if (at >= 0) {
-        return finish(markedSpan(inner, at, options), 'answer-tag', [inner], options, violations);
+  if (region !== null) return fromAnswerTag(region, options, violations);
+  const scope = afterThink(text);
+  const found = extractFrom(scope, options, violations);
+  if (found.source === 'none' && scope !== text) {
+    const whole = extractFrom(text, options, violations);
+    if (whole.source !== 'none') return whole;
+  }
+  return found;
+}
+
+/** Chat-template tokens that end the model's turn: nothing after one belongs to the response. */
+const END_OF_TURN = [
+  '<|im_end|>',
+  '<|im_start|>',
+  '<|endoftext|>',
+  '<|eot_id|>',
+  '<|start_header_id|>',
+  '<|end|>',
+  '<end_of_turn>',
+  '<start_of_turn>',
+  '</s>',
+  '<｜end▁of▁sentence｜>',
+];
+
+/** The response up to its first end-of-turn token (one at the very start is a header, skipped). */
+export function endOfTurn(text: string): string {
+  let end = text.length;
+  for (const token of END_OF_TURN) {
+    for (let at = text.indexOf(token); at >= 0 && at < end; at = text.indexOf(token, at + 1)) {
+      if (text.slice(0, at).trim() !== '') {
+        end = at;
+        break;
       }
     }
-    return finish(inner, 'answer-tag', [inner], options, violations);
+  }
+  return text.slice(0, end);
+}
+
+/** The text after the last `</think>` when there is any; else the whole response. */
+function afterThink(text: string): string {
+  const close = text.lastIndexOf('</think>');
+  if (close < 0) return text;
+  const after = text.slice(close + '</think>'.length);
+  return after.trim() === '' ? text : after;
+}
+
+/** `<answer>…</answer>`: its boxes, else its markers, else its whole content. */
+function fromAnswerTag(
+  region: string,
+  options: ResolvedExtractOptions,
+  violations: string[],
+): Extraction {
+  const boxes = findBoxes(region, MAX_BOXES);
+  if (boxes.length > 0) return fromBoxes(region, boxes, options, violations);
+  const inner = region.trim();
+  for (const pattern of [MINERVA, FINAL_ANSWER, ANSWER_IS, ANSWER_LABEL]) {
+    const at = lastMatchEnd(inner, pattern);
+    if (at >= 0) {
+      return finish(markedSpan(inner, at, options), 'answer-tag', [inner], options, violations);
+    }
+  }
+  return finish(inner, 'answer-tag', [inner], options, violations);
+}
+
+/** The parsed values of some answers, or null when one cannot be read. */
+function parsedValues(texts: readonly string[]): MathValue[] | null {
+  const values = texts.map((text) => parseCached(text));
+  return values.every((value) => 'value' in value)
+    ? values.map((value) => (value as { value: MathValue }).value)
+    : null;
+}
+
+/** Boxes, then answer markers, then the unmarked fallback, in `text`. */
+function extractFrom(
+  text: string,
+  options: ResolvedExtractOptions,
+  violations: string[],
+): Extraction {
+  const boxes = findBoxes(text, MAX_BOXES);
+  if (boxes.length > 0) {
+    const boxed = fromBoxes(text, boxes, options, violations);
+    if (options.multipleAnswers === 'last') return boxed;
+    return finalStatementAfter(text, boxes.at(-1)!.end, boxed, options, violations) ?? boxed;
   }
   for (const [source, pattern] of MARKERS) {
     const at = lastMatchEnd(text, pattern);
@@ -322,18 +238,26 @@ export function extractDetailed(response: string, options: ResolvedExtractOption
       return finish(span, source, [span], options, violations);
     }
   }
+  let reason = 'no answer found';
   if (options.fallback === 'last-number') {
-    const number = lastNumber(text);
-    if (number !== null) {
-      // "… it is 3 or 4": the last number is one of several alternatives.
-      const alternative = /(-?\d[\d,.]*)\s*(?:,\s*)?\bor\s+(?:maybe\s+|perhaps\s+)?$/i.exec(
-        number.before,
-      );
-      if (alternative && alternative[1] !== number.text) {
-        return hedgedExtraction('last-number', [alternative[1]!, number.text], violations, null);
-      }
-      return finish(number.text, 'last-number', [number.text], options, violations);
+    const unmarked = unmarkedAnswer(text, options.maxAnswerLength);
+    if (unmarked.kind === 'hedged') {
+      const alternatives = parsedValues(unmarked.candidates);
+      return hedgedExtraction('last-number', unmarked.candidates, violations, alternatives);
     }
+    if (unmarked.kind === 'answer') {
+      const group = unmarked.group;
+      if (group && (group.alternative || contentsDiffer(group.contents, options.maxAnswerLength))) {
+        return hedgedExtraction(
+          'last-span',
+          group.contents,
+          violations,
+          parsedValues(group.contents),
+        );
+      }
+      return finish(unmarked.text, unmarked.source, [unmarked.text], options, violations);
+    }
+    reason = unmarked.reason;
   }
   return {
     answer: null,
@@ -343,6 +267,8 @@ export function extractDetailed(response: string, options: ResolvedExtractOption
     violations: [...violations, 'no-answer'],
     parsed: null,
     alternatives: null,
+    boxLists: [],
+    reason,
   };
 }
 
@@ -356,9 +282,15 @@ export function extractDetailed(response: string, options: ResolvedExtractOption
  * 4. Minerva `final answer is $…$`;
  * 5. `Final answer: …`;
  * 6. `The answer is …`;
- * 7. the last number in the response (`options.fallback`, default on).
+ * 7. without a box or marker (`options.fallback`, default on): the whole response when it is one
+ *    expression, else the later of the last complete math span (`$…$`, `\(…\)`, `\[…\]`) and the
+ *    last number that stands alone (not a digit inside an expression, a word, a power, a fraction
+ *    or an interval).
  *
- * Markers 3–6 take the last occurrence and read a `$…$` span or the rest of the sentence. The
+ * Text after an end-of-turn token (`<|im_end|>`, `<|im_start|>`, `<|endoftext|>`, …) is not part of
+ * the response; when the response has a `</think>`, what follows it is searched first. Several
+ * boxes are decided by position (intermediate results, corrections, hedges). Markers 3–6 take the
+ * last occurrence and read a `$…$` span or the rest of the sentence. The
  * answer is null when nothing was found, the answer is empty or longer than `maxAnswerLength`, or
  * the response hedges (`\boxed{1} … \boxed{2}` with different values, `1 or 2`, `A or B`). Never
  * throws on response text.

@@ -120,7 +120,7 @@ export function isIntegerLiteral(text: string): boolean {
 }
 
 /** Splits `source` at `separator` (`\\\\` or `&`) occurrences outside `{…}` groups. */
-export function splitTopLevel(source: string, separator: '\\\\' | '&'): string[] {
+export function splitTopLevel(source: string, separator: '\\\\' | '&' | ','): string[] {
   const parts: string[] = [];
   let depth = 0;
   let start = 0;

@@ -77,7 +77,13 @@ class Converter {
       if (char === '{') {
         const group = readGroup(source, index);
         const inner = group.content.trim();
-        if (inner !== '' && inner !== ',') out += `(${this.convert(inner, depth + 1)})`;
+        // {-2021, 2021}: grouping braces around a list are the list (\{…\} is a set)
+        const list = splitTopLevel(inner, ',').length > 1 && splitTopLevel(inner, '&').length === 1;
+        if (inner !== '' && inner !== ',') {
+          out += list
+            ? `⦃${this.convert(inner, depth + 1)}⦄`
+            : `(${this.convert(inner, depth + 1)})`;
+        }
         index = group.end;
         lastInteger = null;
         continue;
@@ -98,7 +104,9 @@ class Converter {
         const argument = readArgument(source, index + 1);
         index = argument.end;
         const suffix = argument.content.replace(/[^A-Za-z0-9]/g, '');
-        if (/[A-Za-z0-9]$/.test(out) && suffix !== '') out += `_${suffix}`;
+        // x_1, a_{37}, S_{MBCN} name variables of their own; a number's subscript (204_5) is dropped
+        const base = out.replace(/\s+$/, '');
+        if (/(?:^|[^A-Za-z0-9_])[A-Za-z]+$/.test(base) && suffix !== '') out = `${base}_${suffix} `;
         continue;
       } else if (isDigit(code) || (char === '.' && isDigit(source.charCodeAt(index + 1)))) {
         let end = index;
@@ -325,6 +333,13 @@ class Converter {
     if (name === '\\') return { out: `${out};`, end }; // row break (only meaningful in matrices)
     const simple = SIMPLE[name];
     if (simple !== undefined) return { out: out + simple, end };
+    // A missing space after a command (`\quadx`, `\cdotx`): the known command, then letters.
+    for (let length = name.length - 1; length >= 2; length--) {
+      const prefix = name.slice(0, length);
+      if (isKnownCommand(prefix)) {
+        return this.command(prefix, source, end - (name.length - length), depth, lastInteger, out);
+      }
+    }
     throw new NotMathError(`unknown command \\${name}`);
   }
 
@@ -375,6 +390,18 @@ class Converter {
     const wrapped = env === 'vmatrix' || env === 'Vmatrix' ? ` det(${matrix})` : matrix;
     return { out: out + wrapped, end: bodyEnd + close.length };
   }
+}
+
+const STRUCTURAL_COMMANDS = new Set(['frac', 'dfrac', 'tfrac', 'cfrac', 'binom', 'sqrt', 'boxed']);
+
+function isKnownCommand(name: string): boolean {
+  return (
+    SIMPLE[name] !== undefined ||
+    DROPPED.has(name) ||
+    GREEK.has(name) ||
+    LATEX_FUNCTIONS.has(name) ||
+    STRUCTURAL_COMMANDS.has(name)
+  );
 }
 
 /**

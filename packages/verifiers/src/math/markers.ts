@@ -1,10 +1,11 @@
 /**
  * Answer markers in a response (`#### 72`, `final answer is $…$`, `Final answer: …`, `The answer
  * is …`, `Answer: …`), the span of text a marker introduces, the value named by an answer
- * statement ("The largest $n$ is 34"), and the last-number fallback. Internal.
+ * statement ("The largest $n$ is 34"). Internal.
  */
 import { UNIT_WORDS } from './latex.js';
 import { hasProseWord } from './structure.js';
+import { soleNumber } from './unmarked.js';
 
 export const MINERVA = /final answer is\s*(?=\$)/gi;
 export const FINAL_ANSWER = /final answer\s*(?:is)?\s*[:：]\s*/gi;
@@ -44,28 +45,52 @@ export function answerSpan(text: string, start: number, limit: number): string {
   let index = start;
   while (index < text.length && (text[index] === ' ' || text[index] === '\t')) index++;
   const rest = text.slice(index, index + limit * 2 + 8);
-  if (rest.startsWith('$$')) {
-    const end = rest.indexOf('$$', 2);
-    if (end > 0) return rest.slice(2, end);
-  } else if (rest.startsWith('$')) {
-    const end = closingDollar(rest, 1);
-    if (end > 0) return rest.slice(1, end);
-  }
-  for (const [open, close] of [
-    ['\\(', '\\)'],
-    ['\\[', '\\]'],
-  ] as const) {
-    if (rest.startsWith(open)) {
-      const end = rest.indexOf(close, open.length);
-      if (end > 0) return rest.slice(open.length, end);
-    }
-  }
+  const math = leadingMath(rest);
+  if (math) return withAlternative(math.content, rest.slice(math.end));
   let end = rest.indexOf('\n');
   if (end < 0) end = rest.length;
   let line = rest.slice(0, end);
   const sentence = /\.(?:\s|$)/.exec(line);
   if (sentence) line = line.slice(0, sentence.index);
   return line.replace(/\s*I hope it is correct\s*$/i, '').trim();
+}
+
+/** A `$…$` / `$$…$$` / `\(…\)` / `\[…\]` span that opens `text`: its content and end. */
+function leadingMath(text: string): { content: string; end: number } | null {
+  if (text.startsWith('$$')) {
+    const end = text.indexOf('$$', 2);
+    return end > 0 ? { content: text.slice(2, end), end: end + 2 } : null;
+  }
+  if (text.startsWith('$')) {
+    const end = closingDollar(text, 1);
+    return end > 0 ? { content: text.slice(1, end), end: end + 1 } : null;
+  }
+  for (const [open, close] of [
+    ['\\(', '\\)'],
+    ['\\[', '\\]'],
+  ] as const) {
+    if (text.startsWith(open)) {
+      const end = text.indexOf(close, open.length);
+      if (end > 0) return { content: text.slice(open.length, end), end: end + close.length };
+    }
+  }
+  return null;
+}
+
+/** An alternative offered in the same sentence ("… is $5$ or $6$", "$5$, but it could be $6$"). */
+const ALTERNATIVE_AFTER =
+  /^[^.\n]*?\b(?:or|either|alternatively|maybe|perhaps|possibly|could|might)\b[^$.\n\d]*(?=\$|\\\(|-?\d)/i;
+
+/**
+ * The marker's value, or the value and the alternative after it joined by "or" (which reads as a
+ * hedge, or as a list when the gold lists several values).
+ */
+function withAlternative(content: string, after: string): string {
+  const offered = ALTERNATIVE_AFTER.exec(after);
+  if (!offered) return content;
+  const tail = after.slice(offered[0].length);
+  const second = leadingMath(tail)?.content ?? /^-?\d[\d,./]*/.exec(tail)?.[0].replace(/[.,]$/, '');
+  return second ? `${content} \\text{ or } ${second}` : content;
 }
 
 /** Words that end an answer statement's value being a single value ("34 or 35", "not 34"). */
@@ -141,7 +166,8 @@ function isSingleValue(tail: string): boolean {
  * The value an answer statement names: "The largest $n$ is 34" → `34`, "there are 15 ways" →
  * `15 ways`. Only for a span with prose words; the value is what follows the last copula ("is",
  * "are", "equals", "that", "=", ":") when it is one value (not "34 or 35", "not 34", "at least
- * 34"). Otherwise the span is returned unchanged (and compares as text).
+ * 34"). Else a sentence with exactly one number and no hedge, negation or bound ("Jane started
+ * growing Sphere 3 hours ago" → `3`). Otherwise the span is returned unchanged (it compares as text).
  */
 export function statementValue(span: string): string {
   const outsideMath = span.replace(/\$[^$]*\$/g, ' ');
@@ -158,61 +184,5 @@ export function statementValue(span: string): string {
       .replace(/[.,;:!]+$/, '');
     if (tail !== '' && isSingleValue(tail)) return tail;
   }
-  return span;
-}
-
-/** Digit-group separators written in LaTeX or Unicode spaces → `,` (for the last-number scan). */
-const LATEX_GROUPS = /(\d)(?:,\\!|\{,\}|\\[,;: !]|[\u00a0\u2009\u202f])(?=\d{3}(?!\d))/g;
-
-/**
- * The last number in `text` (`-1,234.5`, `12{,}500`, `3/4`), scanning backwards, with the 40
- * characters before it (to spot "3 or 4").
- */
-export function lastNumber(text: string): { text: string; before: string } | null {
-  let last = text.length - 1;
-  while (last >= 0) {
-    const code = text.charCodeAt(last);
-    if (code >= 48 && code <= 57) break;
-    last--;
-  }
-  if (last < 0) return null;
-  const grouped = text.slice(Math.max(0, last - 4096), last + 1).replace(LATEX_GROUPS, '$1,');
-  const end = grouped.length;
-  let start = end - 1;
-  while (start > 0) {
-    const char = grouped[start - 1]!;
-    if (/[\d.]/.test(char)) start--;
-    else if (
-      char === ',' &&
-      /\d/.test(grouped[start - 2] ?? '') &&
-      /^\d{3}(?!\d)/.test(grouped.slice(start, start + 4))
-    )
-      start--;
-    else if (char === '/' && /\d/.test(grouped[start - 2] ?? '')) start--;
-    else break;
-  }
-  start = widenBackwards(grouped, start, end);
-  if (grouped[start - 1] === '-' && !/[\dA-Za-z]/.test(grouped[start - 2] ?? '')) start--;
-  const number = grouped.slice(start, end).replace(/^\.+/, '');
-  if (number === '') return null;
-  return { text: number, before: grouped.slice(Math.max(0, start - 40), start) };
-}
-
-/**
- * Widens a number that ends the text backwards over SI digit groups (`1 024` → whole) and the
- * whole part of a mixed number (`5 3/4`, a proper fraction).
- */
-function widenBackwards(text: string, start: number, end: number): number {
-  const number = text.slice(start, end);
-  const head = text.slice(Math.max(0, start - 24), start);
-  if (/^\d{3}(?:\.\d+)?$/.test(number)) {
-    const groups = /(?:^|[^\d.,\s])\s*(\d{1,3}(?: \d{3})*) $/.exec(head);
-    if (groups) return start - groups[1]!.length - 1;
-  }
-  const fraction = /^(\d+)\/(\d+)$/.exec(number);
-  if (fraction && Number(fraction[1]) > 0 && Number(fraction[1]) < Number(fraction[2])) {
-    const whole = /(?:^|[^\d.,/\s])\s*(\d+) $/.exec(head);
-    if (whole) return start - whole[1]!.length - 1;
-  }
-  return start;
+  return soleNumber(span) ?? span;
 }

@@ -9,10 +9,12 @@ const THOUSANDS_ONLY = /^[^,]*?(?<![\d.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d.])[^
 
 /**
  * A thousands separator written with LaTeX spacing or grouping, or a Unicode space, between digit
- * groups: `10,\!000`, `10{,}000`, `10\,000`, `10\;000`, `10\ 000`, `10\!000`, thin/no-break spaces.
+ * groups: `10,\!000` (also `10,\! 000`), `10{,}000` (`14 {, }916`), `10\,000`, `10\;000`, `10\ 000`, `10\!000`,
+ * thin/no-break spaces.
  * The next group must be exactly three digits.
  */
-const LATEX_THOUSANDS = /(\d)(?:,\\!|\{,\}|\\[,;: !]|[\u00a0\u2009\u202f])(?=\d{3}(?!\d))/g;
+export const LATEX_THOUSANDS =
+  /(\d)(?:,\\!\s*|\s*\{\s*,\s*\}\s*|\\[,;: !]|[\u00a0\u2009\u202f])(?=\d{3}(?!\d))/g;
 
 /** A plain-space grouped number (`1 000 000`, `-25 000.5`) that is a whole list item. */
 const SPACE_GROUPED = /^([-+]?)(\d{1,3}(?: \d{3})+)(\.\d+)?(?=$|\s+[A-Za-z\\])/;

@@ -3,19 +3,14 @@
  * and expressions, equations, tuples/intervals, sets, unions, matrices, multiple-choice letters,
  * and plain text. Internal.
  */
-import { type CompiledScalar, compileScalar } from './evaluate.js';
+import { undouble } from './gold.js';
 import { latexToExpression, NotMathError, UNIT_WORDS } from './latex.js';
 import { precleanAnswer } from './preclean.js';
+import { exclusion, relation } from './relations.js';
+import { type Context, type ParseOptions, type Scalar, scalar } from './scalar.js';
 import { normalizeUnicode } from './unicode.js';
 
-export type Scalar = {
-  kind: 'scalar';
-  /** Restricted-syntax text (numbers as placeholders). */
-  expression: string;
-  /** Written with a `%` sign: N% also matches N/100. */
-  percent: boolean;
-  compiled: CompiledScalar;
-};
+export type { ParseOptions, Scalar };
 
 export type MathValue =
   | Scalar
@@ -26,13 +21,12 @@ export type MathValue =
   | { kind: 'union'; items: MathValue[] }
   | { kind: 'matrix'; rows: MathValue[][] }
   | { kind: 'alternatives'; items: MathValue[] }
+  /** `7:32`, `12:00`: components in order. */
+  | { kind: 'ratio'; items: MathValue[] }
+  /** `f(2) < f(1) < f(4)`, read in ascending order (`>` chains are reversed). */
+  | { kind: 'relation'; terms: Scalar[]; ops: ('<' | '<=')[] }
   | { kind: 'choice'; letter: string }
   | { kind: 'text'; text: string };
-
-export type ParseOptions = {
-  /** Max items in a set/list/tuple/matrix (bigger answers are rejected as too long). */
-  maxItems: number;
-};
 
 export const DEFAULT_PARSE_OPTIONS: ParseOptions = { maxItems: 64 };
 
@@ -75,7 +69,7 @@ const MATH_WORDS = new Set([
 ]);
 
 const CHOICE_ONLY = /^\(?([A-J])\)?$/;
-const CHOICE_WITH_TEXT = /^(?:\(([A-J])\)|([A-J])[).:])\s*\S/;
+const CHOICE_WITH_TEXT = /^(?:\(([A-J])\)|([A-J])(?:[).]|:(?![A-Za-z])))\s*\S/;
 const CHOICE_PREFIXED = /^(?:option|choice|answer)\s*:?\s*\(?([A-J])\)?(?:$|[\s.:)])/i;
 /** A second option letter in parentheses, or an "or"/"and" that joins alternatives. */
 const ANOTHER_CHOICE = /\([A-J]\)|\bor\b|\band\s+\(?[A-J]\)?(?![A-Za-z])/;
@@ -116,7 +110,9 @@ function parseChoice(text: string): MathValue | null {
 
 /** True when the text has an English word that is not math (→ compare as text). */
 export function hasProseWord(text: string): boolean {
-  const withoutEnvironments = text.replace(/\\(?:begin|end)\{[^{}]*\}(?:\{[^{}]*\})?/g, ' ');
+  const withoutEnvironments = text
+    .replace(/\\(?:begin|end)\{[^{}]*\}(?:\{[^{}]*\})?/g, ' ')
+    .replace(/_(?:\{[^{}]*\}|[A-Za-z0-9]+)/g, ' '); // subscripts name things: S_{MBCN}
   for (const match of withoutEnvironments.matchAll(/(?<![\\A-Za-z])[A-Za-z]{3,}/g)) {
     const word = match[0].toLowerCase();
     if (!MATH_WORDS.has(word) && !UNIT_WORDS.has(word) && word !== 'or') return true;
@@ -132,8 +128,8 @@ export function normalizeText(text: string): string {
     .trim();
 }
 
-const OPENERS = '([{⟦';
-const CLOSERS = ')]}⟧';
+const OPENERS = '([{⟦⦃';
+const CLOSERS = ')]}⟧⦄';
 
 /** Splits at `separator` outside any brackets (bracket types are not matched: `[1, 2)` nests). */
 function splitOutside(text: string, separator: string): string[] {
@@ -169,84 +165,25 @@ function closingIndex(text: string): number {
   return -1;
 }
 
-type Context = { literals: string[]; options: ParseOptions; depth: number };
-
-function scalar(text: string, context: Context): MathValue {
-  let expression = text.trim();
-  let percent = false;
-  if (expression.endsWith('%')) {
-    percent = true;
-    expression = expression.replace(/%+$/, '').trim();
-  }
-  if (expression.includes('%')) throw new NotMathError('stray %');
-  if (expression === '') throw new NotMathError('empty');
-  return {
-    kind: 'scalar',
-    expression,
-    percent,
-    compiled: compileScalar(expression, context.literals),
-  };
-}
-
-/** Inequalities in one variable → an interval tuple (`x > 3` → `(3, ∞)`). */
-function inequality(text: string, context: Context): MathValue | null {
-  const parts = text.split(/(<=|>=|<|>)/);
-  if (parts.length !== 3 && parts.length !== 5) return null;
-  const isVariable = (part: string) => /^\s*[A-Za-z](?:_[A-Za-z0-9]+)?\s*$/.test(part);
-  const infinity = (sign: string): MathValue => scalar(`${sign}Infinity`, context);
-  if (parts.length === 3) {
-    const [left, op, right] = parts as [string, string, string];
-    let variableOnLeft: boolean;
-    if (isVariable(left) && !isVariable(right)) variableOnLeft = true;
-    else if (isVariable(right) && !isVariable(left)) variableOnLeft = false;
-    else return null;
-    const bound = scalar(variableOnLeft ? right : left, context);
-    const greater = (op === '>' || op === '>=') === variableOnLeft; // variable > bound
-    const inclusive = op.endsWith('=');
-    return greater
-      ? { kind: 'tuple', open: inclusive ? '[' : '(', close: ')', items: [bound, infinity('')] }
-      : { kind: 'tuple', open: '(', close: inclusive ? ']' : ')', items: [infinity('-'), bound] };
-  }
-  const [low, op1, middle, op2, high] = parts as [string, string, string, string, string];
-  if (!isVariable(middle)) return null;
-  const ascending = op1.startsWith('<') && op2.startsWith('<');
-  const descending = op1.startsWith('>') && op2.startsWith('>');
-  if (!ascending && !descending) return null;
-  const [lowText, highText, lowOp, highOp] = ascending
-    ? [low, high, op1, op2]
-    : [high, low, op2, op1];
-  return {
-    kind: 'tuple',
-    open: lowOp.endsWith('=') ? '[' : '(',
-    close: highOp.endsWith('=') ? ']' : ')',
-    items: [scalar(lowText, context), scalar(highText, context)],
-  };
-}
-
-/** `x ≠ 3` → `(−∞, 3) ∪ (3, ∞)`. */
-function exclusion(left: string, right: string, context: Context): MathValue | null {
-  const isVariable = (part: string) => /^\s*[A-Za-z](?:_[A-Za-z0-9]+)?\s*$/.test(part);
-  if (isVariable(left) === isVariable(right)) return null;
-  const bound = () => scalar(isVariable(left) ? right : left, context);
-  const infinity = (sign: string) => scalar(`${sign}Infinity`, context);
-  return {
-    kind: 'union',
-    items: [
-      { kind: 'tuple', open: '(', close: ')', items: [infinity('-'), bound()] },
-      { kind: 'tuple', open: '(', close: ')', items: [bound(), infinity('')] },
-    ],
-  };
-}
-
 /** The text with its numeric placeholders written out (`f(_c0)` → `f(2)`). */
 function withLiterals(text: string, context: Context): string {
   return text.replace(/_c(\d+)/g, (_match, index: string) => context.literals[Number(index)] ?? '');
 }
 
-function items(text: string, context: Context): MathValue[] {
-  const parts = splitOutside(text, ',').map((part) => part.trim());
+function semicolonItems(text: string, context: Context): MathValue[] {
+  const parts = splitOutside(text, ';').map((part) => part.trim());
   if (parts.length > context.options.maxItems) throw new NotMathError('too many items');
-  if (parts.length === 1 && parts[0] === '') return [];
+  return parts
+    .filter((part) => part !== '')
+    .map((part) => structure(part, { ...context, depth: context.depth + 1 }));
+}
+
+function items(text: string, context: Context): MathValue[] {
+  const split = splitOutside(text, ',').map((part) => part.trim());
+  // "19, 46, and 82": the "and" after a comma is not an item of its own
+  const parts = split.length > 1 ? split.filter((part) => part !== '') : split;
+  if (parts.length > context.options.maxItems) throw new NotMathError('too many items');
+  if (parts.length === 0 || (parts.length === 1 && parts[0] === '')) return [];
   return parts.map((part) => structure(part, { ...context, depth: context.depth + 1 }));
 }
 
@@ -254,6 +191,99 @@ function items(text: string, context: Context): MathValue[] {
 const ASSIGNMENT_LHS =
   /^\s*(?:[A-Za-z](?:_[A-Za-z0-9]+)?|[A-Za-z]\s*\*?\s*\(\s*(?:[A-Za-z]|-?\s*_c\d+)\s*\))\s*$/;
 const TUPLE_LHS = /^\s*\(\s*[A-Za-z](?:\s*,\s*[A-Za-z])+\s*\)\s*$/;
+/**
+ * A label: letters only, with subscripts, `|…|`, fraction bars and ratio colons (`|AB|`, `AB`,
+ * `\frac{NO}{BO}`, `S_{MBCN}:S`, `V_1:V_2`) — what a gold names before giving a value.
+ */
+const LABEL_LHS = /^[\sA-Za-z_0-9()/:*]*$/;
+
+function isLabel(text: string): boolean {
+  const plain = text.replace(/\babs\(/g, '(');
+  return (
+    LABEL_LHS.test(plain) &&
+    !/_c\d/.test(plain) &&
+    /[A-Za-z]/.test(plain) &&
+    !/(?:^|[^A-Za-z_0-9])[0-9]/.test(plain)
+  );
+}
+
+/** True when no scalar inside `value` has a free variable. */
+function isConstantValue(value: MathValue): boolean {
+  switch (value.kind) {
+    case 'scalar':
+      return value.compiled.variables.length === 0;
+    case 'tuple':
+    case 'list':
+    case 'set':
+    case 'ratio':
+      return value.items.every(isConstantValue);
+    default:
+      return false;
+  }
+}
+
+/**
+ * `lhs = rhs`, and chains `x = 5 + 5 + 1 = 11` (the first side names the last value) or
+ * `48 + 24 = 72` (constants: the last side is the value).
+ */
+function equation(parts: readonly string[], context: Context): MathValue {
+  const deeper = { ...context, depth: context.depth + 1 };
+  const lhsText = parts[0]!.trim();
+  const rhs = structure(parts[parts.length - 1]!, deeper);
+  const named = ASSIGNMENT_LHS.test(lhsText) || TUPLE_LHS.test(lhsText);
+  const name = () => withLiterals(lhsText, context).replace(/[\s*]/g, '');
+  if (named) {
+    const lhs = TUPLE_LHS.test(lhsText)
+      ? ({ kind: 'text', text: lhsText } as MathValue)
+      : structure(lhsText, deeper);
+    return { kind: 'equation', lhs, rhs, lhsName: name() };
+  }
+  if (isLabel(lhsText) && isConstantValue(rhs)) {
+    return { kind: 'equation', lhs: { kind: 'text', text: lhsText }, rhs, lhsName: name() };
+  }
+  const sides = parts.map((part, index) =>
+    index === parts.length - 1 ? rhs : structure(part, deeper),
+  );
+  if (sides.every(isConstantValue)) return rhs;
+  return { kind: 'equation', lhs: sides[sides.length - 2]!, rhs, lhsName: null };
+}
+
+/** A whole bracketed answer: set, matrix, tuple or interval, brace list, or a parenthesized value. */
+function bracketed(trimmed: string, context: Context): MathValue | null {
+  const first = trimmed[0]!;
+  if (!OPENERS.includes(first) || closingIndex(trimmed) !== trimmed.length - 1) return null;
+  const last = trimmed[trimmed.length - 1]!;
+  const inner = trimmed.slice(1, -1);
+  if (first === '{' && last === '}') return { kind: 'set', items: items(inner, context) };
+  if (first === '⦃' && last === '⦄') return { kind: 'list', items: items(inner, context) };
+  if (first === '⟦' && last === '⟧') {
+    const rows = splitOutside(inner, ';').map((row) => items(row, context));
+    const width = rows[0]?.length ?? 0;
+    if (width === 0 || rows.some((row) => row.length !== width)) {
+      throw new NotMathError('ragged matrix');
+    }
+    if (rows.length * width > context.options.maxItems) throw new NotMathError('too many');
+    return { kind: 'matrix', rows };
+  }
+  if ((first === '(' || first === '[') && (last === ')' || last === ']')) {
+    const separator = splitOutside(inner, ',').length >= 2 ? ',' : ';';
+    const parts = splitOutside(inner, separator);
+    if (parts.length >= 2) {
+      if (parts.length > context.options.maxItems) throw new NotMathError('too many items');
+      const values = parts.map((part) => structure(part, { ...context, depth: context.depth + 1 }));
+      return { kind: 'tuple', open: first, close: last, items: values };
+    }
+    const body = inner.trim();
+    // (…) groups; [⟦…⟧] is a matrix written \left[\begin{array}…\right]
+    if (
+      (first === '(' && last === ')') ||
+      (body.startsWith('⟦') && closingIndex(body) === body.length - 1)
+    ) {
+      return structure(inner, context);
+    }
+  }
+  return null;
+}
 
 function structure(text: string, context: Context): MathValue {
   if (context.depth > 12) throw new NotMathError('too deep');
@@ -262,57 +292,33 @@ function structure(text: string, context: Context): MathValue {
     if (trimmed === '') throw new NotMathError('empty');
     return { kind: 'set', items: [] };
   }
+  const deeper = { ...context, depth: context.depth + 1 };
   const alternatives = splitOutside(trimmed, '⋁');
   if (alternatives.length > 1) {
-    return {
-      kind: 'alternatives',
-      items: alternatives.map((part) => structure(part, { ...context, depth: context.depth + 1 })),
-    };
+    return { kind: 'alternatives', items: alternatives.map((part) => structure(part, deeper)) };
   }
   const unionParts = splitOutside(trimmed, '∪');
   if (unionParts.length > 1) {
     if (unionParts.length > context.options.maxItems) throw new NotMathError('too many items');
-    return {
-      kind: 'union',
-      items: unionParts.map((part) => structure(part, { ...context, depth: context.depth + 1 })),
-    };
+    return { kind: 'union', items: unionParts.map((part) => structure(part, deeper)) };
   }
   const membership = splitOutside(trimmed, '∈');
   if (membership.length > 1) return structure(membership[membership.length - 1]!, context);
   const approx = splitOutside(trimmed, '≈');
-  if (approx.length > 1) return structure(approx[approx.length - 1]!, context);
-  const commaParts = splitOutside(trimmed, ',');
-  if (commaParts.length > 1) {
-    const values = items(trimmed, context);
-    if (values.length === 0) throw new NotMathError('empty list');
-    return { kind: 'list', items: values };
+  // x = 1/3 ≈ 0.33: the exact value; x ≈ 0.33: the approximation
+  if (approx.length > 1)
+    return structure(approx[0]!.includes('=') ? approx[0]! : approx.at(-1)!, context);
+  for (const separator of [';', ',']) {
+    if (splitOutside(trimmed, separator).length > 1) {
+      const values = separator === ',' ? items(trimmed, context) : semicolonItems(trimmed, context);
+      if (values.length === 0) throw new NotMathError('empty list');
+      return { kind: 'list', items: values };
+    }
   }
   const equalParts = splitOutside(trimmed, '=');
-  if (equalParts.length > 1 && !/[<>!]$/.test(equalParts[0]!)) {
-    // Relations written with = inside <=, >=, != were split wrongly: rejoin those cases.
-    if (!equalParts.some((_part, index) => index > 0 && /[<>!]$/.test(equalParts[index - 1]!))) {
-      const lhsText = equalParts.slice(0, -1).join('=').trim();
-      const rhsText = equalParts[equalParts.length - 1]!;
-      const rhs = structure(rhsText, { ...context, depth: context.depth + 1 });
-      if (equalParts.length > 2) {
-        // a = b = 3: keep the last two sides
-        const lhs = structure(equalParts[equalParts.length - 2]!, {
-          ...context,
-          depth: context.depth + 1,
-        });
-        return { kind: 'equation', lhs, rhs, lhsName: null };
-      }
-      const isName = ASSIGNMENT_LHS.test(lhsText) || TUPLE_LHS.test(lhsText);
-      const lhs = TUPLE_LHS.test(lhsText)
-        ? ({ kind: 'text', text: lhsText } as MathValue)
-        : structure(lhsText, { ...context, depth: context.depth + 1 });
-      return {
-        kind: 'equation',
-        lhs,
-        rhs,
-        lhsName: isName ? withLiterals(lhsText, context).replace(/[\s*]/g, '') : null,
-      };
-    }
+  // = inside <=, >=, != is not an equation
+  if (equalParts.length > 1 && !equalParts.slice(0, -1).some((part) => /[<>!]$/.test(part))) {
+    return equation(equalParts, context);
   }
   const unequal = trimmed.split('!=');
   if (unequal.length === 2) {
@@ -320,38 +326,14 @@ function structure(text: string, context: Context): MathValue {
     if (excluded) return excluded;
     throw new NotMathError('relation');
   }
-  if (/<|>/.test(trimmed) && !trimmed.includes('!=')) {
-    const interval = inequality(trimmed, context);
-    if (interval) return interval;
-    throw new NotMathError('relation');
+  if (/<|>/.test(trimmed) && !trimmed.includes('!=')) return relation(trimmed, context);
+  const ratioParts = splitOutside(trimmed, ':');
+  if (ratioParts.length > 1) {
+    if (ratioParts.some((part) => part.trim() === '')) throw new NotMathError('empty ratio part');
+    return { kind: 'ratio', items: ratioParts.map((part) => structure(part, deeper)) };
   }
-  const first = trimmed[0]!;
-  if (OPENERS.includes(first) && closingIndex(trimmed) === trimmed.length - 1) {
-    const last = trimmed[trimmed.length - 1]!;
-    const inner = trimmed.slice(1, -1);
-    if (first === '{' && last === '}') return { kind: 'set', items: items(inner, context) };
-    if (first === '⟦' && last === '⟧') {
-      const rows = splitOutside(inner, ';').map((row) => items(row, context));
-      const width = rows[0]?.length ?? 0;
-      if (width === 0 || rows.some((row) => row.length !== width)) {
-        throw new NotMathError('ragged matrix');
-      }
-      if (rows.length * width > context.options.maxItems) throw new NotMathError('too many');
-      return { kind: 'matrix', rows };
-    }
-    if ((first === '(' || first === '[') && (last === ')' || last === ']')) {
-      const parts = splitOutside(inner, ',');
-      if (parts.length >= 2) {
-        return {
-          kind: 'tuple',
-          open: first,
-          close: last,
-          items: items(inner, context),
-        };
-      }
-      if (first === '(' && last === ')') return structure(inner, context);
-    }
-  }
+  const grouped = bracketed(trimmed, context);
+  if (grouped) return grouped;
   const plusMinus = /[±∓]/.exec(trimmed);
   if (plusMinus) {
     const index = plusMinus.index;
@@ -378,7 +360,7 @@ export function parseAnswer(
   raw: string,
   options: ParseOptions = DEFAULT_PARSE_OPTIONS,
 ): { value: MathValue; cleaned: string } | { error: string; cleaned: string } {
-  const cleaned = precleanAnswer(normalizeUnicode(raw));
+  const cleaned = precleanAnswer(undouble(normalizeUnicode(raw)));
   if (cleaned === '') return { error: 'empty answer', cleaned };
   const choice = parseChoice(cleaned);
   if (choice) return { value: choice, cleaned };

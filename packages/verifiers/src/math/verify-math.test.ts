@@ -79,10 +79,8 @@ describe('verifyMath', () => {
   it('should honour options: fallback, multipleAnswers, tolerance, percent', () => {
     expect(verifyMath('I think 12', '12').score).toBe(1);
     expect(verifyMath('I think 12', '12', { fallback: 'none' }).score).toBe(0);
-    expect(verifyMath('\\boxed{1} then \\boxed{2}', '2').score).toBe(0);
-    expect(verifyMath('\\boxed{1} then \\boxed{2}', '2', { multipleAnswers: 'last' }).score).toBe(
-      1,
-    );
+    expect(verifyMath('\\boxed{1}, \\boxed{2}', '2').score).toBe(0);
+    expect(verifyMath('\\boxed{1}, \\boxed{2}', '2', { multipleAnswers: 'last' }).score).toBe(1);
     expect(verifyMath('\\boxed{0.333}', '1/3', { tolerance: 1e-2 }).score).toBe(1);
     expect(verifyMath('\\boxed{25\\%}', '0.25', { percent: false }).score).toBe(0);
     expect(verifyMath('\\boxed{123}', '123', { maxAnswerLength: 2 }).violations).toEqual([

@@ -20,7 +20,8 @@ import {
   extractDetailed,
   resolveExtractOptions,
 } from './extract.js';
-import type { MathValue } from './structure.js';
+import { readGold } from './gold.js';
+import { hasProseWord, type MathValue } from './structure.js';
 
 /** Options of {@link verifyMath}: extraction options plus equivalence options. */
 export type VerifyMathOptions = ExtractOptions &
@@ -108,6 +109,23 @@ function isChoiceCollection(value: MathValue): boolean {
 
 const now = (): number => performance.now();
 
+/**
+ * `a + b = 11` answers with 11 when the gold is a value, not an equation (the gold `2x + z = 1`
+ * still needs an equation: an answer `1` does not match it).
+ */
+function statedValue(value: MathValue, gold: MathValue): MathValue {
+  if (value.kind !== 'equation' || value.lhsName !== null) return value;
+  if (gold.kind === 'equation' || value.rhs.kind !== 'scalar') return value;
+  return value.rhs.compiled.variables.length === 0 ? value.rhs : value;
+}
+
+/** A gold written as a solution with an answer statement ("… The final answer is $28\\%$."). */
+function goldAnswer(text: string, options: Resolved): string {
+  if (!hasProseWord(text.replace(/\$[^$]*\$/g, ' '))) return text;
+  const marked = extractDetailed(text, { ...options.extract, fallback: 'none' });
+  return marked.answer !== null && marked.source !== 'none' ? marked.answer : text;
+}
+
 /** Core of verifyMath with resolved options (shared with the worker pool). */
 export function verifyMathResolved(
   response: string,
@@ -134,7 +152,13 @@ export function verifyMathResolved(
       timings: { extractMs: extractEnd - start, compareMs: end - extractEnd, totalMs: end - start },
     };
   };
-  const goldParsed = parseCached(gold, { maxItems: options.maxItems });
+  const goldText = readGold(gold);
+  if ('error' in goldText) {
+    return result(null, `gold answer cannot be used: ${goldText.error}`, null, 'none', [], now());
+  }
+  const goldParsed = parseCached(goldAnswer(goldText.text, options), {
+    maxItems: options.maxItems,
+  });
   if ('error' in goldParsed) {
     return result(
       null,
@@ -171,16 +195,34 @@ export function verifyMathResolved(
   }
   const extractEnd = now();
   const { source } = extraction;
-  let violations = extraction.violations;
+  const violations = extraction.violations;
   let candidate: MathValue | null = null;
   const goldItems = itemCount(
     goldValue.kind === 'equation' && goldValue.lhsName !== null ? goldValue.rhs : goldValue,
   );
-  if (extraction.alternatives && goldItems > 1 && !isChoiceCollection(goldValue)) {
-    // "x = 1 or x = 2" (or one box per value) answers a question whose gold lists several values.
-    candidate = { kind: 'list', items: extraction.alternatives };
-    violations = violations.filter((violation) => violation !== 'hedged');
-  } else if (extraction.answer === null || !extraction.parsed) {
+  if (goldItems > 1 && !isChoiceCollection(goldValue)) {
+    // A gold that lists several values may be answered by several boxes ("the solutions are
+    // \boxed{2} and \boxed{3}") or by "x = 1 or x = 2": read them as one list.
+    const lists = [
+      ...(extraction.alternatives ? [extraction.alternatives] : []),
+      ...extraction.boxLists,
+    ];
+    const matched = lists.find((items) =>
+      safeEqual({ kind: 'list', items }, goldValue, options.compare),
+    );
+    if (matched) {
+      const extracted = extraction.answer ?? extraction.candidates.join(', ');
+      return result(
+        1,
+        'equivalent to the gold answer (several values)',
+        extracted,
+        source,
+        violations.filter((violation) => violation !== 'hedged'),
+        extractEnd,
+      );
+    }
+  }
+  if (extraction.answer === null || !extraction.parsed) {
     const reason = violations.includes('hedged')
       ? 'response hedges between different answers'
       : violations.includes('question-echo')
@@ -189,7 +231,7 @@ export function verifyMathResolved(
           ? 'answer is absurdly long'
           : violations.includes('empty-answer')
             ? 'answer is empty'
-            : 'no answer found';
+            : (extraction.reason ?? 'no answer found');
     return result(0, reason, null, source, violations, extractEnd);
   } else if ('error' in extraction.parsed) {
     return result(
@@ -201,7 +243,7 @@ export function verifyMathResolved(
       extractEnd,
     );
   } else {
-    candidate = extraction.parsed.value;
+    candidate = statedValue(extraction.parsed.value, goldValue);
   }
   if (goldValue.kind === 'choice' && isChoiceCollection(candidate)) {
     return result(

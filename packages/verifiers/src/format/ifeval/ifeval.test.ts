@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkIfeval, checkIfevalAsync, looseVariants } from './evaluate.js';
-import { createLanguageDetector } from './language.js';
 import {
   evaluateIfeval,
   parseIfevalInput,
@@ -163,31 +162,15 @@ describe('IFEval adapter and accuracies', () => {
     expect(await reward({ prompt: 'p', completion: 'x' })).toBeNull();
     expect(() => ifevalReward({ levels: 'prompt' } as never)).toThrow(/did you mean 'level'/);
   });
-
-  it('should let franc decide Nepali and Swahili against eld', () => {
-    const calls: string[][] = [];
-    const detector = createLanguageDetector(
-      { detect: (text) => ({ language: text.startsWith('dev') ? 'hi' : 'tl' }) },
-      (_text, { only }) => {
-        calls.push(only);
-        return only[1]!;
-      },
-    );
-    expect(detector.detect('devanagari')).toBe('ne');
-    expect(detector.detect('latin')).toBe('sw');
-    expect(calls).toEqual([
-      ['hin', 'npi'],
-      ['tgl', 'swh'],
-    ]);
-  });
 });
 
 describe('IFEval text primitives (Python / nltk equivalents)', () => {
   it('should count \\w+ tokens, punkt-like sentences and Treebank-like tokens', () => {
     expect(countWordTokens("It's 3.14 — naïve_x")).toBe(5); // It s 3 14 naïve_x
-    expect(countSentences('Hello world. How are you? Fine! e.g. this one.')).toBe(4);
+    // NLTK's Punkt: "e.g." is no abbreviation of its English model, "..." before a capital no end
+    expect(countSentences('Hello world. How are you? Fine! e.g. this one.')).toBe(5);
     expect(countSentences('Steps:\n1. mix it\n2. bake it.')).toBe(1);
-    expect(countSentences('Wait... What happened?')).toBe(2);
+    expect(countSentences('Wait... What happened?')).toBe(1);
     expect(countSentences('')).toBe(0);
     expect(wordTokens("I DON'T know (NASA), IT'S U.S. well-known")).toEqual([
       'I',

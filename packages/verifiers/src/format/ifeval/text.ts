@@ -1,8 +1,9 @@
 /**
  * Python-equivalent text primitives for IFEval's checks: `\w` and `\b` as Python's `re` has them
- * for `str` patterns, `str.isupper`/`str.islower`, `str.split()`, a punkt-like sentence counter
- * and a Treebank-like word tokenizer (IFEval uses nltk for the last two).
+ * for `str` patterns, `str.isupper`/`str.islower`, `str.split()`, the sentence count of NLTK's
+ * Punkt (`punkt.ts`) and a Treebank-like word tokenizer (IFEval uses nltk for the last two).
  */
+import { punktSpans } from './punkt.js';
 
 /** Python's `\w` for str patterns: letters, numbers (Nd/Nl/No) and `_` (not combining marks). */
 export const WORD_CHAR = '[\\p{L}\\p{N}_]';
@@ -53,71 +54,15 @@ export function stripChars(text: string, chars: string): string {
   return text.slice(start, end);
 }
 
-/** Abbreviations that punkt's English model does not end a sentence on (lower case, no final dot). */
-const ABBREVIATIONS = new Set(
-  (
-    'mr mrs ms dr prof st jr sr vs etc e.g i.e u.s u.k u.s.a inc ltd co corp no nos fig figs ' +
-    'approx dept est jan feb mar apr jun jul aug sep sept oct nov dec mt ft lt col gen gov sen rep ' +
-    'rev ave blvd rd vol pp ed eds al cf ca a.m p.m'
-  ).split(' '),
-);
-/** Words punkt treats as likely sentence starters after an abbreviation or ellipsis. */
-const STARTERS = new Set(
-  'the a an i it he she we they this that these those but however in on at if when so there'.split(
-    ' ',
-  ),
-);
-/** Closing punctuation that may follow the sentence-final mark inside the same token. */
-const CLOSERS = `"')]}’”»`;
-
-/**
- * IFEval's `count_sentences` (nltk punkt, English model), approximated without the trained
- * model: a token ending in `.`, `?` or `!` (then optional closing quotes/brackets) ends a sentence
- * when another token follows, except known abbreviations, initials (`J.`) and numbers (`1.`)
- * followed by a lower-case word, and ellipses or abbreviations not followed by a sentence starter.
- * Newlines alone never split. The text after the last break counts when it is not empty.
- */
+/** IFEval's `count_sentences`: the sentences NLTK's Punkt (English model) finds. */
 export function countSentences(text: string): number {
-  const tokens = pySplit(text);
-  if (tokens.length === 0) return text === '' ? 0 : 1;
-  let sentences = 1;
-  for (let index = 0; index < tokens.length - 1; index++) {
-    if (endsSentence(tokens[index]!, tokens[index + 1]!)) sentences++;
-  }
-  return sentences;
-}
-
-function endsSentence(token: string, next: string): boolean {
-  const core = stripTrailing(token, CLOSERS);
-  const mark = core.at(-1);
-  if (mark !== '.' && mark !== '?' && mark !== '!') return false;
-  if (mark !== '.') return true;
-  if (core.length === 1) return false;
-  const nextWord = stripLeading(next, `"'([{‘“«*_`);
-  const nextUpper = /^\p{Lu}/u.test(nextWord);
-  const nextStarter = nextUpper && STARTERS.has(nextWord.toLowerCase().replace(/\W+$/u, ''));
-  if (/\.\.$/.test(core) || core.endsWith('…')) return nextUpper;
-  const word = stripLeading(core.slice(0, -1), `"'([{‘“«*_`).toLowerCase();
-  if (word === '') return false;
-  if (ABBREVIATIONS.has(word)) return nextStarter;
-  if (/^\p{L}$/u.test(word) || /^(?:\p{L}\.)+\p{L}$/u.test(word)) return nextStarter;
-  if (/^\d+$/.test(word)) return !/^\p{Ll}/u.test(nextWord);
-  return true;
-}
-
-function stripTrailing(text: string, chars: string): string {
-  let end = text.length;
-  while (end > 0 && chars.includes(text[end - 1]!)) end--;
-  return text.slice(0, end);
-}
-
-function stripLeading(text: string, chars: string): string {
-  let start = 0;
-  while (start < text.length && chars.includes(text[start]!)) start++;
-  return text.slice(start);
+  return punktSpans(text).length;
 }
 
 const CONTRACTION = /^(.*[^'])('[sSmMdD]|'ll|'LL|'re|'RE|'ve|'VE|n't|N'T)$/u;
+/** Treebank's CONTRACTIONS2/3: `cannot` → `can not`, `gonna` → `gon na`, `'tis` → `'t is`, … */
+const SPLIT_WORD =
+  /^(can)(not)$|^(d)('ye)$|^(gim)(me)$|^(gon)(na)$|^(got)(ta)$|^(lem)(me)$|^(more)('n)$|^(wan)(na)$|^('t)(is|was)$/iu;
 
 /**
  * Word tokens as nltk's `word_tokenize` (Treebank) splits them, for counting capitalized words:
@@ -129,7 +74,7 @@ export function wordTokens(text: string): string[] {
   const tokens: string[] = [];
   for (const word of pySplit(text)) {
     if (!CASED.test(word)) tokens.push(word);
-    else if (/^[\p{L}\p{N}]+$/u.test(word)) tokens.push(word);
+    else if (/^[\p{L}\p{N}]+$/u.test(word) && !SPLIT_WORD.test(word)) tokens.push(word);
     else splitPunctuation(word, tokens);
   }
   return tokens;
@@ -143,7 +88,7 @@ export function countCapitalWords(text: string): number {
   for (const word of pySplit(text)) {
     if (!/\p{Uppercase}/u.test(word)) continue;
     const tokens: string[] = [];
-    if (/^[\p{L}\p{N}]+$/u.test(word)) tokens.push(word);
+    if (/^[\p{L}\p{N}]+$/u.test(word) && !SPLIT_WORD.test(word)) tokens.push(word);
     else splitPunctuation(word, tokens);
     for (const token of tokens) if (isUpper(token)) count++;
   }
@@ -152,12 +97,14 @@ export function countCapitalWords(text: string): number {
 
 function splitPunctuation(text: string, tokens: string[]): void {
   for (const chunk of text.split(
-    /[\s,;@#$%&?!"()[\]{}<>“”‘«»`]+|:(?!\d)|(?<!\p{L})'|'(?!\p{L})/u,
+    /[\s,;@#$%&?!"()[\]{}<>“”‘’«»`]+|:(?!\d)|(?<!\p{L})'|'(?!\p{L})/u,
   )) {
     if (!chunk) continue;
     const piece = chunk.replace(/\.+$/u, '') || chunk;
     const contraction = CONTRACTION.exec(piece);
+    const split = contraction ? null : SPLIT_WORD.exec(piece);
     if (contraction) tokens.push(contraction[1]!, contraction[2]!);
+    else if (split) tokens.push(...split.slice(1).filter((part) => part !== undefined));
     else tokens.push(piece);
   }
 }

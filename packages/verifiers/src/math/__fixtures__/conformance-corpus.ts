@@ -382,7 +382,8 @@ export const CORPUS: readonly CorpusCase[] = [
   ['held-out', '\\boxed{y = \\frac{1}{2}x + 3}', 'x + 2y = 6', 0],
   ['held-out', '\\boxed{50\\%}', '\\frac12', 1],
   ['held-out', '\\boxed{5\\%}', '\\frac12', 0],
-  ['held-out', '\\boxed{2} is wrong, the real answer is \\boxed{3}', '3', 0],
+  // issue 32: a box withdrawn before the final one is not a hedge (was expected 0)
+  ['held-out', '\\boxed{2} is wrong, the real answer is \\boxed{3}', '3', 1],
   ['held-out', '\\boxed{\\frac{1}{0}}', '1', 0],
   ['held-out', '\\boxed{0.999}', '1', 0],
   ['held-out', '\\boxed{1.000}', '1', 1],

@@ -317,7 +317,8 @@ export const FAMILY_CORPUS: readonly CorpusCase[] = [
     1,
   ],
   ['held-out-2', 'The zeros are $\\boxed{-3}$, $\\boxed{0}$, and $\\boxed{3}$.', '3', 0],
-  ['held-out-2', 'Maybe \\boxed{4}, no, \\boxed{5}.', '4, 5', 1],
+  // issue 32: "no" withdraws the first box, the final answer is 5 alone (was expected 1)
+  ['held-out-2', 'Maybe \\boxed{4}, no, \\boxed{5}.', '4, 5', 0],
   ['held-out-2', 'Final Answer: The number of students is 48.', '48', 1],
   ['held-out-2', 'Final answer: The sum equals 210.', '210', 1],
   ['held-out-2', 'Final Answer: The minimum is achieved at $x = 2$, giving $f(2) = -5$.', '-5', 1],
