@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import {
   AbortedError,
   type Completion,
@@ -32,6 +33,8 @@ import {
   createClient,
   isNRefusal,
   isRetryable,
+  retryDelayMs,
+  sleep,
   type TransportStats,
   toServedError,
 } from './transport.js';
@@ -277,9 +280,15 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
             probing ? 0 : resolved.maxRetries,
           );
         } catch (error) {
-          if (!probing || !ServedModelError.isInstance(error) || !isRetryable(error.cause))
-            throw error;
-          return requestOnce(plan, all, request, use, signal, resolved.maxRetries);
+          const retry =
+            probing &&
+            resolved.maxRetries > 0 &&
+            ServedModelError.isInstance(error) &&
+            isRetryable(error.cause);
+          if (!retry) throw error;
+          // the probe was the first attempt: wait as the client would, then its remaining retries
+          await sleep(retryDelayMs((error as ServedModelError).cause), signal);
+          return requestOnce(plan, all, request, use, signal, resolved.maxRetries - 1);
         }
       }, signal);
       if (nStrategy === 'auto') nStrategy = 'n';
@@ -328,6 +337,8 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
       const signal = call.signal
         ? AbortSignal.any([call.signal, failFast.signal])
         : failFast.signal;
+      // every request of the call listens to it (one listener each)
+      setMaxListeners(0, signal);
       const settled = await Promise.allSettled(
         request.prompts.map((_, promptIndex) =>
           samplePrompt(promptIndex, request, use, signal).catch((error: unknown) => {

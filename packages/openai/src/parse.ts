@@ -104,8 +104,9 @@ export function parseLogprobs(logprobs: unknown, where: string): ServedToken[] {
 /**
  * The `k` most likely of a position's reported alternatives (core's order: most likely first,
  * ties to the lower id), deduplicated by id. vLLM lists the sampled token first (its completions
- * endpoint adds it as a (k+1)-th entry; its chat endpoint keeps the first k, so a sampled token
- * outside the top k takes the k-th place there). `undefined` when an id is unknown.
+ * endpoint adds it as a (k+1)-th entry; its chat endpoint keeps the first k, so the sampler asks
+ * it for k + 1 and a sampled token outside the top k takes the k-th place only at k = 20, its
+ * default `--max-logprobs`). `undefined` when an id is unknown.
  */
 export function topOf(token: ServedToken, k: number): TopLogprob[] | undefined {
   const byId = new Map<number, number>();

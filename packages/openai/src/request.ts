@@ -319,7 +319,9 @@ function logprobFields(
     body.logprobs = k;
   } else {
     body.logprobs = true;
-    body.top_logprobs = k;
+    // vLLM's chat endpoint lists the sampled token first and keeps the first k: one more makes
+    // the top k exact (up to its default --max-logprobs 20)
+    body.top_logprobs = dialect === 'vllm' && k > 0 ? Math.min(k + 1, 20) : k;
   }
   if (dialect === 'vllm') {
     // ids of the sampled token and of every top logprob ("token_id:N"), and the raw id lists

@@ -77,6 +77,42 @@ export function isRetryable(error: unknown): boolean {
 }
 
 /**
+ * How long the `openai` client waits before its first retry of `error`: `retry-after-ms` /
+ * `retry-after` (seconds or an HTTP date, when under a minute), else 0.5 s less up to 25% jitter.
+ */
+export function retryDelayMs(error: unknown): number {
+  const headers = error instanceof APIError ? error.headers : undefined;
+  const ms = Number.parseFloat(headers?.get('retry-after-ms') ?? '');
+  if (Number.isFinite(ms) && ms >= 0 && ms < 60_000) return ms;
+  const after = headers?.get('retry-after');
+  if (after) {
+    const seconds = Number.parseFloat(after);
+    const wait = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(after) - Date.now();
+    if (Number.isFinite(wait) && wait >= 0 && wait < 60_000) return wait;
+  }
+  return 500 * (1 - Math.random() * 0.25);
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', stop, { once: true });
+  });
+}
+
+/**
  * The typed error for a failed request (or {@link AbortedError} when `signal` aborted it).
  * `fallback` is the fault for anything that is not an HTTP / transport error.
  */

@@ -38,7 +38,9 @@ export type ServerFault =
   /** Leaves the last choice out. */
   | { type: 'fewer-choices' }
   /** Closes the connection without an answer. */
-  | { type: 'drop-connection' };
+  | { type: 'drop-connection' }
+  /** Streams with a pause of `msPerChunk` between chunks (tokens arriving as a server generates them). */
+  | { type: 'slow-stream'; msPerChunk: number };
 
 /** One request the server saw. */
 export type ServerLogEntry = {
@@ -481,7 +483,8 @@ async function writeStream(
     const ok = res.write(`data: ${JSON.stringify(payload)}\n\n`);
     // let the client read (and maybe close) between tokens, as a generating server would
     if (!ok) await new Promise((resolve) => res.once('drain', resolve));
-    await new Promise((resolve) => setImmediate(resolve));
+    if (fault?.type === 'slow-stream') await wait(fault.msPerChunk);
+    else await new Promise((resolve) => setImmediate(resolve));
     return !context.isClosed();
   };
   const deltas = completions.map((completion) => textDeltas(completion, options.tokenizer));
