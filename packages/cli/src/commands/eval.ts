@@ -10,7 +10,13 @@ import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
+import { SAMPLER_KEYS } from '../model/resolve-model.js';
+import {
+  BASE_URL_FLAG,
+  resolveModelSource,
+  SERVED_MODEL_KEYS,
+  samplerOf,
+} from '../model/served-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command } from './command.js';
 import {
@@ -39,7 +45,7 @@ const spec: ConfigSpec = {
     'sampler',
     ...SAMPLING_KEYS,
   ],
-  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
+  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS, model: SERVED_MODEL_KEYS },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS, threshold: 1 },
   required: ['model', 'dataset', 'rewards', 'maxNewTokens'],
 };
@@ -107,10 +113,12 @@ export function curves(
 
 export const evalCommand: Command = {
   name: 'eval',
-  summary: 'pass@k and maj@k of a checkpoint on a dataset, scored by rewards/verifiers',
+  summary: 'pass@k and maj@k of a checkpoint or served model on a dataset, scored by rewards',
   usage: '--config eval.yaml [--set key=value]... [--overwrite]',
   spec,
-  details: `Config keys: model, dataset, rewards (as in grpo), n (samples per prompt), ks (default
+  flags: BASE_URL_FLAG,
+  details: `Config keys: model (a checkpoint folder, or a served model { baseURL, model, api, … }:
+@rlvr/openai options; --base-url URL with model = the served name), dataset, rewards (as in grpo), n (samples per prompt), ks (default
 1, 2, 4, … n), threshold (a sample is correct when its weighted reward ≥ threshold; default 1),
 batchSize, outputDir (writes eval-results.json and eval-samples.jsonl there), sampler, and the
 SampleRequest keys maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed.
@@ -137,7 +145,13 @@ outputDir: grpo-run`,
       checkOutput(join(outputDir, EVAL_FILES.samples), context.overwrite);
     }
     const rewards = await resolveRewards(values.rewards, source('rewards'));
-    const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
+    const model = await resolveModelSource(
+      values.model,
+      'model',
+      source('model'),
+      context.flags['base-url'] as string | undefined,
+    );
+    const tokenizer = model.kind === 'local' ? model.tokenizer : undefined;
     const records = await loadDataset(values.dataset, {
       need: ['prompt'],
       ...(tokenizer ? { chat: tokenizer } : {}),
@@ -153,9 +167,11 @@ outputDir: grpo-run`,
         });
       }
     }
-    const sampler = await createSampler(
-      checkpoint,
+    const sampler = await samplerOf(
+      model,
       values.sampler as Record<string, unknown> | undefined,
+      'model',
+      source('sampler'),
     );
     let groups: Awaited<ReturnType<typeof sampleAll>>;
     try {

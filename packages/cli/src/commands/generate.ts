@@ -2,7 +2,13 @@ import { ErrorCode, validateInteger } from '@rlvr/core';
 import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
+import { SAMPLER_KEYS } from '../model/resolve-model.js';
+import {
+  BASE_URL_FLAG,
+  resolveModelSource,
+  SERVED_MODEL_KEYS,
+  samplerOf,
+} from '../model/served-model.js';
 import type { Command } from './command.js';
 import {
   checkOutput,
@@ -16,7 +22,7 @@ import {
 
 const spec: ConfigSpec = {
   known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
-  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
+  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS, model: SERVED_MODEL_KEYS },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'out', 'maxNewTokens'],
 };
@@ -26,7 +32,9 @@ export const generateCommand: Command = {
   summary: 'sample n completions per prompt from a checkpoint into a JSONL file (@rlvr/rollout)',
   usage: '--config generate.yaml [--set key=value]... [--overwrite]',
   spec,
-  details: `Config keys: model, dataset, out (the JSONL to write), n (completions per prompt, G),
+  flags: BASE_URL_FLAG,
+  details: `Config keys: model (a checkpoint folder, or a served model { baseURL, model, api, … }:
+@rlvr/openai options; --base-url URL with model = the served name), dataset, out (the JSONL to write), n (completions per prompt, G),
 batchSize (prompts per sampler call), sampler (@rlvr/rollout options) and the SampleRequest keys
 maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed. Each output line:
 {"id", "prompt", "answer"?, "completions": [{"text", "finishReason", "tokens"}]}. The output
@@ -50,15 +58,23 @@ ${SAMPLING_DEFAULTS_HELP}`,
     }
     const out = values.out;
     checkOutput(out, context.overwrite);
-    const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
+    const model = await resolveModelSource(
+      values.model,
+      'model',
+      source('model'),
+      context.flags['base-url'] as string | undefined,
+    );
+    const tokenizer = model.kind === 'local' ? model.tokenizer : undefined;
     const records = await loadDataset(values.dataset, {
       need: ['prompt'],
       ...(tokenizer ? { chat: tokenizer } : {}),
       source: source('dataset'),
     });
-    const sampler = await createSampler(
-      checkpoint,
+    const sampler = await samplerOf(
+      model,
       values.sampler as Record<string, unknown> | undefined,
+      'model',
+      source('sampler'),
     );
     try {
       const groups = await sampleAll({
