@@ -75,7 +75,6 @@ answer, math equivalence).`,
   example: `rlvr generate --config generate.yaml --set out=samples.jsonl
 rlvr vote samples.jsonl --ks 1,2,4 --out votes.jsonl`,
   async run(context) {
-    const { io } = context;
     const input = context.positionals[0]!;
     const out = context.flags.out as string | undefined;
     if (out !== undefined) checkOutput(out, context.overwrite);
