@@ -120,7 +120,7 @@ export function topOf(token: ServedToken, k: number): TopLogprob[] | undefined {
     .slice(0, k);
 }
 
-/** core's finish reason for a server's `finish_reason` (`undefined`: not finished / unknown). */
+/** core's finish reason for a server's `finish_reason` (`undefined`: not finished). */
 export function finishReasonOf(value: unknown): FinishReason | undefined {
   switch (value) {
     case 'length':
@@ -135,7 +135,8 @@ export function finishReasonOf(value: unknown): FinishReason | undefined {
     case 'cancelled':
       return 'abort';
     default:
-      return undefined;
+      // a reason this list does not know (a server's own) still ends the completion
+      return typeof value === 'string' && value !== '' ? 'stop' : undefined;
   }
 }
 
@@ -161,6 +162,7 @@ function idList(value: unknown, where: string): number[] | undefined {
 /** Text of a choice: `text` (completions) or `message.content` / `delta.content` (chat). */
 export function choiceText(choice: Record<string, unknown>, where: string): string {
   if (typeof choice.text === 'string') return choice.text;
+  if (choice.text === null) return '';
   const message = (choice.message ?? choice.delta) as unknown;
   if (isRecord(message)) {
     if (typeof message.content === 'string') return message.content;
@@ -181,12 +183,8 @@ export function parseResponse(body: unknown): { choices: ParsedChoice[]; id: str
     const where = `choices[${position}]`;
     if (!isRecord(choice)) throw new ShapeError(`${where} is not an object`);
     const index = choice.index === undefined ? position : asNumber(choice.index, `${where}.index`);
-    const finishReason = finishReasonOf(choice.finish_reason);
-    if (finishReason === undefined) {
-      throw new ShapeError(
-        `${where}.finish_reason is ${JSON.stringify(choice.finish_reason)} (expected stop, length, …)`,
-      );
-    }
+    // a whole response is complete: a missing or unknown reason (some servers send null) is a stop
+    const finishReason = finishReasonOf(choice.finish_reason) ?? 'stop';
     return {
       index,
       text: choiceText(choice, where),
