@@ -122,6 +122,33 @@ describe('createOpenAISampler n strategy', () => {
     }
   });
 
+  it('should fall back to parallel requests for a server that ignores n, losing no sample', async () => {
+    const served = await servedTinyModel({ dialect: 'vllm', ignoreN: true });
+    try {
+      const sampler = createOpenAISampler({
+        baseURL: served.server.baseURL,
+        model: 'tiny',
+        api: 'completions',
+      });
+      const [group] = await sampler.sample({ prompts: ['ab'], n: 3, ...REQUEST });
+      expect(group).toHaveLength(3);
+      expect(sampler.nStrategy).toBe('parallel');
+      const seeds = served.server.log.filter((e) => e.body?.n === 1).map((e) => e.body?.seed);
+      expect(seeds).toEqual([7, 8, 9]);
+      const strict = createOpenAISampler({
+        baseURL: served.server.baseURL,
+        model: 'tiny',
+        api: 'completions',
+        nStrategy: 'n',
+      });
+      await expect(strict.sample({ prompts: ['ab'], n: 3, ...REQUEST })).rejects.toMatchObject({
+        fault: 'missing-choices',
+      });
+    } finally {
+      await served.close();
+    }
+  });
+
   it("should refuse with a typed error when nStrategy is 'n' and the server refuses n", async () => {
     const served = await servedTinyModel({ dialect: 'llama-server', refuseN: true });
     try {

@@ -142,6 +142,7 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
     use: Dialect,
     signal: AbortSignal,
     maxRetries: number,
+    probing = false,
   ): Promise<Completion[]> {
     const body = buildBody(plan, request, resolved, use);
     const served = describe(plan, sampleIndices);
@@ -164,6 +165,11 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
     try {
       const { choices } = parseResponse(response);
       const byIndex = new Map(choices.map((choice) => [choice.index, choice]));
+      if (probing && plan.n > 1 && choices.length === 1) {
+        // a server that ignores n (Ollama, some llama.cpp builds): the probe's one sample is
+        // dropped and asked again in parallel with the same seed
+        throw new NRefused(new Error(`the server answered n = ${plan.n} with one choice`));
+      }
       if (choices.length !== plan.n || byIndex.size !== plan.n) {
         throw new ServedModelError({
           fault: 'missing-choices',
@@ -278,6 +284,7 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
             use,
             signal,
             probing ? 0 : resolved.maxRetries,
+            probing,
           );
         } catch (error) {
           const retry =
@@ -288,7 +295,7 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
           if (!retry) throw error;
           // the probe was the first attempt: wait as the client would, then its remaining retries
           await sleep(retryDelayMs((error as ServedModelError).cause), signal);
-          return requestOnce(plan, all, request, use, signal, resolved.maxRetries - 1);
+          return requestOnce(plan, all, request, use, signal, resolved.maxRetries - 1, true);
         }
       }, signal);
       if (nStrategy === 'auto') nStrategy = 'n';

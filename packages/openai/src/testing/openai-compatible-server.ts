@@ -74,6 +74,8 @@ export type OpenAICompatibleServerOptions = {
   maxModelLen?: number;
   /** Answer `n` > 1 with llama-server's refusal (its behaviour before Dec 2025; HTTP 500). */
   refuseN?: boolean;
+  /** Ignore `n` and answer one choice (Ollama, some llama.cpp builds). */
+  ignoreN?: boolean;
   /** Called per generation request (0-based `index`); a fault replaces or disturbs the answer. */
   fault?: (request: { index: number; body: Record<string, unknown> }) => ServerFault | undefined;
 };
@@ -141,7 +143,7 @@ function parseRequest(
     throw new HttpError(400, '"prompt" is required', 'BadRequestError');
   }
   const promptTokens = typeof prompt === 'string' ? tokenizer.encode(prompt).length : prompt.length;
-  const n = num(body.n) ?? 1;
+  const n = options.ignoreN ? 1 : (num(body.n) ?? 1);
   if (options.refuseN && n !== 1) {
     throw new HttpError(500, 'Only one completion choice is allowed', 'server_error');
   }
