@@ -5,21 +5,7 @@ import { createTokenizer, loadCheckpoint } from '@rlvr/model';
 import { type OpenAICompatibleServer, startOpenAICompatibleServer } from '@rlvr/openai/test';
 import { createOnnxSampler, type OnnxSampler } from '@rlvr/rollout';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from './run-cli.js';
-
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-  });
-  return { code, stdout, stderr };
-}
+import { cli } from './test/run-captured.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rlvr-cli-served-'));
 const project = join(root, 'project');

@@ -8,25 +8,19 @@ import {
 } from '@rlvr/core';
 import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
+import { DATASET_KEYS, type DatasetRecord } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
 import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import {
-  BASE_URL_FLAG,
-  resolveModelSource,
-  SERVED_MODEL_KEYS,
-  samplerOf,
-} from '../model/served-model.js';
+import { BASE_URL_FLAG, SERVED_MODEL_KEYS } from '../model/served-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command } from './command.js';
+import { sampleDataset } from './sample-dataset.js';
 import {
   checkOutput,
   openOutput,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
-  sampleAll,
-  samplingOf,
 } from './sampling.js';
 
 /** Files `rlvr eval` writes into `outputDir`. */
@@ -145,18 +139,6 @@ outputDir: grpo-run`,
       checkOutput(join(outputDir, EVAL_FILES.samples), context.overwrite);
     }
     const rewards = await resolveRewards(values.rewards, source('rewards'));
-    const model = await resolveModelSource(
-      values.model,
-      'model',
-      source('model'),
-      context.flags['base-url'] as string | undefined,
-    );
-    const tokenizer = model.kind === 'local' ? model.tokenizer : undefined;
-    const records = await loadDataset(values.dataset, {
-      need: ['prompt'],
-      ...(tokenizer ? { chat: tokenizer } : {}),
-      source: source('dataset'),
-    });
     for (const k of ks) {
       if (!Number.isInteger(k) || k < 1 || k > n) {
         throw new ConfigError({
@@ -167,26 +149,7 @@ outputDir: grpo-run`,
         });
       }
     }
-    const sampler = await samplerOf(
-      model,
-      values.sampler as Record<string, unknown> | undefined,
-      'model',
-      source('sampler'),
-    );
-    let groups: Awaited<ReturnType<typeof sampleAll>>;
-    try {
-      groups = await sampleAll({
-        sampler,
-        prompts: records.map((record) => record.prompt),
-        n,
-        batchSize: values.batchSize as number,
-        request: samplingOf(values),
-        progress: context.progress,
-        label: 'eval',
-      });
-    } finally {
-      await sampler.close();
-    }
+    const { records, groups } = await sampleDataset(context, 'eval');
     const threshold = values.threshold as number;
     const samples = [];
     for (const [index, record] of records.entries()) {

@@ -1,23 +1,17 @@
 import { ErrorCode, validateInteger } from '@rlvr/core';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS, loadDataset } from '../data/load-dataset.js';
+import { DATASET_KEYS } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
 import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import {
-  BASE_URL_FLAG,
-  resolveModelSource,
-  SERVED_MODEL_KEYS,
-  samplerOf,
-} from '../model/served-model.js';
+import { BASE_URL_FLAG, SERVED_MODEL_KEYS } from '../model/served-model.js';
 import type { Command } from './command.js';
+import { sampleDataset } from './sample-dataset.js';
 import {
   checkOutput,
   openOutput,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
-  sampleAll,
-  samplingOf,
 } from './sampling.js';
 
 const spec: ConfigSpec = {
@@ -58,59 +52,29 @@ ${SAMPLING_DEFAULTS_HELP}`,
     }
     const out = values.out;
     checkOutput(out, context.overwrite);
-    const model = await resolveModelSource(
-      values.model,
-      'model',
-      source('model'),
-      context.flags['base-url'] as string | undefined,
-    );
-    const tokenizer = model.kind === 'local' ? model.tokenizer : undefined;
-    const records = await loadDataset(values.dataset, {
-      need: ['prompt'],
-      ...(tokenizer ? { chat: tokenizer } : {}),
-      source: source('dataset'),
-    });
-    const sampler = await samplerOf(
-      model,
-      values.sampler as Record<string, unknown> | undefined,
-      'model',
-      source('sampler'),
-    );
+    const { records, groups } = await sampleDataset(context, 'generate');
+    const file = await openOutput(out, context.overwrite);
     try {
-      const groups = await sampleAll({
-        sampler,
-        prompts: records.map((record) => record.prompt),
-        n: values.n as number,
-        batchSize: values.batchSize as number,
-        request: samplingOf(values),
-        progress: context.progress,
-        label: 'generate',
-      });
-      const file = await openOutput(out, context.overwrite);
-      try {
-        for (const [index, record] of records.entries()) {
-          await file.write(
-            JSON.stringify({
-              id: record.id,
-              prompt: record.prompt,
-              ...(record.answer === undefined ? {} : { answer: record.answer }),
-              completions: groups[index]!.map((completion) => ({
-                text: completion.text,
-                finishReason: completion.finishReason,
-                tokens: completion.tokenIds.length,
-              })),
-            }),
-          );
-        }
-      } finally {
-        await file.close();
+      for (const [index, record] of records.entries()) {
+        await file.write(
+          JSON.stringify({
+            id: record.id,
+            prompt: record.prompt,
+            ...(record.answer === undefined ? {} : { answer: record.answer }),
+            completions: groups[index]!.map((completion) => ({
+              text: completion.text,
+              finishReason: completion.finishReason,
+              tokens: completion.tokenIds.length,
+            })),
+          }),
+        );
       }
-      io.stdout(
-        `generate: ${records.length} prompts × ${String(values.n)} completions written to ${out}\n`,
-      );
-      return 0;
     } finally {
-      await sampler.close();
+      await file.close();
     }
+    io.stdout(
+      `generate: ${records.length} prompts × ${String(values.n)} completions written to ${out}\n`,
+    );
+    return 0;
   },
 };

@@ -1,22 +1,16 @@
 import { validateInteger } from '@rlvr/core';
 import type { VoteRecord } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS, loadDataset } from '../data/load-dataset.js';
+import { DATASET_KEYS } from '../data/load-dataset.js';
 import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import {
-  BASE_URL_FLAG,
-  resolveModelSource,
-  SERVED_MODEL_KEYS,
-  samplerOf,
-} from '../model/served-model.js';
+import { BASE_URL_FLAG, SERVED_MODEL_KEYS } from '../model/served-model.js';
 import type { Command } from './command.js';
+import { sampleDataset } from './sample-dataset.js';
 import {
   checkOutput,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
-  sampleAll,
-  samplingOf,
 } from './sampling.js';
 import { printVotes } from './vote.js';
 
@@ -50,43 +44,11 @@ ${SAMPLING_DEFAULTS_HELP}`,
   async run(context) {
     const { config } = context;
     const values = config.values;
-    const source = (key: string) => config.origins.get(key) ?? config.file;
     validateInteger(values.n, { parameter: 'n', min: 1 });
     validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
     const out = context.flags.out as string | undefined;
     if (out !== undefined) checkOutput(out, context.overwrite);
-    const model = await resolveModelSource(
-      values.model,
-      'model',
-      source('model'),
-      context.flags['base-url'] as string | undefined,
-    );
-    const tokenizer = model.kind === 'local' ? model.tokenizer : undefined;
-    const records = await loadDataset(values.dataset, {
-      need: ['prompt'],
-      ...(tokenizer ? { chat: tokenizer } : {}),
-      source: source('dataset'),
-    });
-    const sampler = await samplerOf(
-      model,
-      values.sampler as Record<string, unknown> | undefined,
-      'model',
-      source('sampler'),
-    );
-    let groups: Awaited<ReturnType<typeof sampleAll>>;
-    try {
-      groups = await sampleAll({
-        sampler,
-        prompts: records.map((record) => record.prompt),
-        n: values.n as number,
-        batchSize: values.batchSize as number,
-        request: samplingOf(values),
-        progress: context.progress,
-        label: 'vote',
-      });
-    } finally {
-      await sampler.close();
-    }
+    const { records, groups } = await sampleDataset(context, 'vote');
     const votes: VoteRecord[] = records.map((record, index) => ({
       id: record.id,
       samples: groups[index]!.map((completion) => completion.text),
