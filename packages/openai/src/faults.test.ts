@@ -99,7 +99,8 @@ describe('createOpenAISampler faults (vLLM-shaped server)', () => {
     [{ type: 'cut-stream', afterChunks: 0 } as const, 'malformed-response'],
   ])('should turn %o into a typed %s error naming the request', async (fault, expected) => {
     const s = sampler([fault], { maxRetries: 0 });
-    const error = await faultOf(s.sample({ prompts: ['ab'], n: 2, ...REQUEST }));
+    // n 3: two choices for three is an error even for a first request (one would mean "n ignored")
+    const error = await faultOf(s.sample({ prompts: ['ab'], n: 3, ...REQUEST }));
     expect([expected, 'unreachable']).toContain(error.fault);
     if (fault.type !== 'cut-stream') expect(error.fault).toBe(expected);
     expect(error.request.promptIndex).toBe(0);

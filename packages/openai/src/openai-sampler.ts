@@ -9,8 +9,7 @@ import {
   validateOptions,
 } from '@rlvr/core';
 import { APIConnectionError, APIError } from 'openai';
-import { NoTokenIdsError, toCompletion } from './completion.js';
-import { ServedModelError, type ServedRequest } from './errors/served-model-error.js';
+import type { ServedRequest } from './errors/served-model-error.js';
 import { Limiter } from './limiter.js';
 import {
   type NStrategy,
@@ -18,26 +17,9 @@ import {
   type ResolvedOptions,
   resolveOptions,
 } from './options.js';
-import { parseResponse, ShapeError } from './parse.js';
-import {
-  buildBody,
-  checkRequestAgainst,
-  type Dialect,
-  promptSeed,
-  type RequestPlan,
-  type ResolvedRequest,
-  resolveRequest,
-} from './request.js';
-import { readStream } from './stream.js';
-import {
-  createClient,
-  isNRefusal,
-  isRetryable,
-  retryDelayMs,
-  sleep,
-  type TransportStats,
-  toServedError,
-} from './transport.js';
+import { checkRequestAgainst, type Dialect, resolveRequest } from './request.js';
+import { OPERATION, type SamplerContext, samplePrompt } from './requests.js';
+import { createClient, type TransportStats, toServedError } from './transport.js';
 
 /** core's `Sampler` over an OpenAI-compatible server, plus what it learnt about the server. */
 export interface OpenAISampler extends Sampler {
@@ -52,8 +34,6 @@ export interface OpenAISampler extends Sampler {
   /** Forgets nothing and holds no connection: kept for core's `Sampler` shape. */
   close(): Promise<void>;
 }
-
-const OPERATION = 'OpenAISampler.sample()';
 
 /** `owned_by` of `GET /models` → the server family. */
 function dialectOf(ownedBy: unknown): Dialect {
@@ -89,11 +69,15 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
   const resolved = resolveOptions(options);
   const stats: TransportStats = { attempts: 0, failedAttempts: 0 };
   const client = createClient(resolved, stats);
-  const limiter = new Limiter(resolved.concurrency);
   let dialect: Dialect | undefined = resolved.server === 'auto' ? undefined : resolved.server;
   let detecting: Promise<Dialect> | undefined;
-  let nStrategy: NStrategy = resolved.nStrategy;
-  const endpoint = resolved.api === 'chat' ? 'POST /chat/completions' : 'POST /completions';
+  const context: SamplerContext = {
+    client,
+    resolved,
+    limiter: new Limiter(resolved.concurrency),
+    endpoint: resolved.api === 'chat' ? 'POST /chat/completions' : 'POST /completions',
+    state: { nStrategy: resolved.nStrategy },
+  };
 
   async function detect(signal: AbortSignal | undefined): Promise<Dialect> {
     if (dialect !== undefined) return dialect;
@@ -124,193 +108,6 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
     }
   }
 
-  function describe(plan: RequestPlan, sampleIndices: number[]): ServedRequest {
-    return {
-      endpoint,
-      model: resolved.model,
-      promptIndex: plan.promptIndex,
-      sampleIndices,
-      ...(plan.seed === undefined ? {} : { seed: plan.seed }),
-    };
-  }
-
-  /** One non-streamed request; resolves with its n completions in choice order. */
-  async function requestOnce(
-    plan: RequestPlan,
-    sampleIndices: number[],
-    request: ResolvedRequest,
-    use: Dialect,
-    signal: AbortSignal,
-    maxRetries: number,
-    probing = false,
-  ): Promise<Completion[]> {
-    const body = buildBody(plan, request, resolved, use);
-    const served = describe(plan, sampleIndices);
-    const create = (resolved.api === 'chat'
-      ? client.chat.completions.create.bind(client.chat.completions)
-      : client.completions.create.bind(client.completions)) as unknown as (
-      body: unknown,
-      options: unknown,
-    ) => Promise<unknown>;
-    let response: unknown;
-    try {
-      response = await create(body, { signal, maxRetries });
-    } catch (error) {
-      if (isNRefusal(error) && plan.n > 1) throw new NRefused(error);
-      throw toServedError(error, served, signal, OPERATION);
-    }
-    throwIfAborted(signal, OPERATION);
-    const requestId = (response as { _request_id?: string | null })?._request_id ?? undefined;
-    const named = requestId ? { ...served, requestId } : served;
-    try {
-      const { choices } = parseResponse(response);
-      const byIndex = new Map(choices.map((choice) => [choice.index, choice]));
-      if (probing && plan.n > 1 && choices.length === 1) {
-        // a server that ignores n (Ollama, some llama.cpp builds): the probe's one sample is
-        // dropped and asked again in parallel with the same seed
-        throw new NRefused(new Error(`the server answered n = ${plan.n} with one choice`));
-      }
-      if (choices.length !== plan.n || byIndex.size !== plan.n) {
-        throw new ServedModelError({
-          fault: 'missing-choices',
-          request: named,
-          message: `asked for n = ${plan.n} choices, got ${choices.length} (indices ${[...byIndex.keys()].join(', ') || 'none'})`,
-        });
-      }
-      return sampleIndices.map((_, position) => {
-        const choice = byIndex.get(position);
-        if (!choice) {
-          throw new ServedModelError({
-            fault: 'missing-choices',
-            request: named,
-            message: `choice index ${position} is missing`,
-          });
-        }
-        return toCompletion(choice, request, resolved);
-      });
-    } catch (error) {
-      throw shapeFault(error, named);
-    }
-  }
-
-  /** One streamed request of one sample (closable on its own: the confidence stop). */
-  async function streamOnce(
-    plan: RequestPlan,
-    sampleIndex: number,
-    request: ResolvedRequest,
-    use: Dialect,
-    signal: AbortSignal,
-  ): Promise<Completion> {
-    const body = buildBody(plan, request, resolved, use);
-    const served = describe(plan, [sampleIndex]);
-    const create = (resolved.api === 'chat'
-      ? client.chat.completions.create.bind(client.chat.completions)
-      : client.completions.create.bind(client.completions)) as unknown as (
-      body: unknown,
-      options: unknown,
-    ) => Promise<AsyncIterable<unknown>>;
-    let streamed: Awaited<ReturnType<typeof readStream>>;
-    try {
-      const stream = await create(body, { signal });
-      const confidence = request.confidenceStop
-        ? { stop: request.confidenceStop, k: request.topLogprobs }
-        : undefined;
-      streamed = await readStream(stream, confidence);
-    } catch (error) {
-      if (error instanceof ShapeError || error instanceof NoTokenIdsError)
-        throw shapeFault(error, served);
-      throw toServedError(error, served, signal, OPERATION, {
-        fault: 'stream-cut',
-        message: 'the stream broke before the completion finished',
-      });
-    }
-    throwIfAborted(signal, OPERATION);
-    if (streamed.finishReason === undefined) {
-      throw new ServedModelError({
-        fault: 'stream-cut',
-        request: served,
-        message: `the stream ended after ${streamed.chunks} chunks without a finish reason`,
-      });
-    }
-    try {
-      return toCompletion({ ...streamed, finishReason: streamed.finishReason }, request, resolved);
-    } catch (error) {
-      throw shapeFault(error, served);
-    }
-  }
-
-  /** Every sample of one prompt, as the current n strategy says. */
-  async function samplePrompt(
-    promptIndex: number,
-    request: ResolvedRequest,
-    use: Dialect,
-    signal: AbortSignal,
-  ): Promise<Completion[]> {
-    const prompt = request.prompts[promptIndex]!;
-    const seed = request.seed === undefined ? undefined : promptSeed(request.seed, promptIndex);
-    const all = Array.from({ length: request.n }, (_, index) => index);
-    const parallel = (stream: boolean) =>
-      Promise.all(
-        all.map((sampleIndex) =>
-          limiter.run(() => {
-            const plan: RequestPlan = {
-              promptIndex,
-              prompt,
-              n: 1,
-              seed: seed === undefined ? undefined : seed + sampleIndex,
-              stream,
-            };
-            return stream
-              ? streamOnce(plan, sampleIndex, request, use, signal)
-              : requestOnce(plan, [sampleIndex], request, use, signal, resolved.maxRetries).then(
-                  (completions) => completions[0]!,
-                );
-          }, signal),
-        ),
-      );
-    if (request.confidenceStop !== undefined) return parallel(true);
-    if (request.n === 1 || nStrategy === 'parallel') return parallel(false);
-    const plan: RequestPlan = { promptIndex, prompt, n: request.n, seed, stream: false };
-    try {
-      // until the server is known to take n > 1, probe without the client's retries (an old
-      // llama-server answers the refusal with HTTP 500, which the client would retry)
-      const probing = nStrategy === 'auto';
-      const completions = await limiter.run(async () => {
-        try {
-          return await requestOnce(
-            plan,
-            all,
-            request,
-            use,
-            signal,
-            probing ? 0 : resolved.maxRetries,
-            probing,
-          );
-        } catch (error) {
-          const retry =
-            probing &&
-            resolved.maxRetries > 0 &&
-            ServedModelError.isInstance(error) &&
-            isRetryable(error.cause);
-          if (!retry) throw error;
-          // the probe was the first attempt: wait as the client would, then its remaining retries
-          await sleep(retryDelayMs((error as ServedModelError).cause), signal);
-          return requestOnce(plan, all, request, use, signal, resolved.maxRetries - 1, true);
-        }
-      }, signal);
-      if (nStrategy === 'auto') nStrategy = 'n';
-      return completions;
-    } catch (error) {
-      if (!(error instanceof NRefused) || resolved.nStrategy === 'n') {
-        throw error instanceof NRefused
-          ? toServedError(error.cause, describe(plan, all), signal, OPERATION)
-          : error;
-      }
-      nStrategy = 'parallel';
-      return parallel(false);
-    }
-  }
-
   return {
     specificationVersion: 'v1',
     modelId: resolved.modelId,
@@ -318,7 +115,7 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
       return dialect;
     },
     get nStrategy() {
-      return nStrategy;
+      return context.state.nStrategy;
     },
     stats,
     async sample(input: SampleRequest, callOptions?: { signal?: AbortSignal }) {
@@ -348,7 +145,7 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
       setMaxListeners(0, signal);
       const settled = await Promise.allSettled(
         request.prompts.map((_, promptIndex) =>
-          samplePrompt(promptIndex, request, use, signal).catch((error: unknown) => {
+          samplePrompt(context, promptIndex, request, use, signal).catch((error: unknown) => {
             failFast.abort(error);
             throw error;
           }),
@@ -370,32 +167,6 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
     },
     async close() {},
   };
-}
-
-/** A server refused `n` > 1 (the sampler switches to parallel requests). */
-class NRefused extends Error {
-  constructor(override readonly cause: unknown) {
-    super('the server refused n > 1');
-  }
-}
-
-function shapeFault(error: unknown, request: ServedRequest): unknown {
-  if (error instanceof NoTokenIdsError) {
-    return new ServedModelError({
-      fault: 'no-token-ids',
-      request,
-      message: `${error.message}; per-token data (topLogprobs, confidenceStop, returnModelLogprobs) needs them (vLLM: server 'vllm' sends return_tokens_as_token_ids; llama-server returns them)`,
-    });
-  }
-  if (error instanceof ShapeError) {
-    return new ServedModelError({
-      fault: 'malformed-response',
-      request,
-      message: error.message,
-      cause: error,
-    });
-  }
-  return error;
 }
 
 export type { OpenAISamplerOptions, ResolvedOptions };

@@ -67,6 +67,9 @@ export async function readStream(
     promptTokenIds: undefined,
     chunks: 0,
   };
+  // crossed at a chunk's last token: the next chunk says whether that token also ended the
+  // completion (llama-server sends the finish reason in a chunk of its own)
+  let pending = false;
   for await (const chunk of stream) {
     out.chunks += 1;
     if (!isRecord(chunk) || !Array.isArray(chunk.choices)) {
@@ -77,11 +80,16 @@ export async function readStream(
       const where = `chunk ${out.chunks}.choices[${String(choice.index ?? 0)}]`;
       const delta = choiceText(choice, where);
       const tokens = parseLogprobs(choice.logprobs, `${where}.logprobs`);
+      const finish = finishReasonOf(choice.finish_reason);
+      if (pending) {
+        out.finishReason = tokens.length === 0 && finish !== undefined ? finish : 'confidence';
+        if (out.finishReason !== 'confidence') out.text += delta;
+        return out;
+      }
       const ids = choice.token_ids;
       if (Array.isArray(ids)) out.tokenIds = [...(out.tokenIds ?? []), ...(ids as number[])];
       if (Array.isArray(choice.prompt_token_ids))
         out.promptTokenIds = choice.prompt_token_ids as number[];
-      const finish = finishReasonOf(choice.finish_reason);
       if (window) {
         for (const [position, token] of tokens.entries()) {
           out.tokens.push(token);
@@ -98,9 +106,14 @@ export async function readStream(
                   .map((t) => t.token)
                   .join('');
           if (out.tokenIds) out.tokenIds = out.tokenIds.slice(0, out.tokens.length);
+          if (last) {
+            pending = true;
+            break;
+          }
           out.finishReason = 'confidence';
           return out;
         }
+        if (pending) continue;
       } else {
         out.tokens.push(...tokens);
       }
@@ -108,5 +121,6 @@ export async function readStream(
       if (finish !== undefined) out.finishReason = finish;
     }
   }
+  if (pending) out.finishReason = 'confidence';
   return out;
 }
