@@ -155,32 +155,40 @@ describe('createOpenAISampler faults (vLLM-shaped server)', () => {
     expect(overflow.serverMessage).toMatch(/maximum context length is 64 tokens/);
   });
 
-  it('should lose and duplicate no sample under a 429 storm (counted)', async () => {
-    const rng = createRng(5);
-    // 60% of requests answered 429 with a short Retry-After
-    const plan = Array.from({ length: 400 }, () =>
-      rng.next() < 0.6 ? ({ type: 'rate-limit', retryAfterSeconds: 0.01 } as const) : undefined,
-    );
-    const s = sampler(plan, { concurrency: 4, maxRetries: 30, nStrategy: 'parallel' });
-    const start = served.server.log.length;
-    const prompts = ['ab', 'cd', 'ef', 'gh', 'a1', 'b2'];
-    const groups = await s.sample({ prompts, n: 4, ...REQUEST });
-    const clean = await sampler([], { nStrategy: 'parallel' }).sample({
-      prompts,
-      n: 4,
-      ...REQUEST,
-    });
-    expect(groups).toEqual(clean);
-    const answered = served.server.log
-      .slice(start)
-      .filter((entry) => entry.status === 200 && entry.body !== undefined);
-    const limited = served.server.log.slice(start).filter((entry) => entry.status === 429);
-    // the storm happened, and every sample was served exactly once (24 for the faulty call)
-    expect(limited.length).toBeGreaterThan(10);
-    const seeds = answered.slice(0, 24).map((entry) => entry.body!.seed);
-    expect(new Set(seeds).size).toBe(24);
-    expect(groups.flat()).toHaveLength(24);
-  }, 120_000);
+  it.each(['parallel', 'n'] as const)(
+    'should lose and duplicate no sample under a 429 storm (counted, %s)',
+    async (nStrategy) => {
+      const rng = createRng(5);
+      // 60% of requests answered 429 with a short Retry-After
+      const plan = Array.from({ length: 400 }, () =>
+        rng.next() < 0.6 ? ({ type: 'rate-limit', retryAfterSeconds: 0.01 } as const) : undefined,
+      );
+      const s = sampler(plan, { concurrency: 4, maxRetries: 30, nStrategy });
+      const start = served.server.log.length;
+      const prompts = ['ab', 'cd', 'ef', 'gh', 'a1', 'b2'];
+      const groups = await s.sample({ prompts, n: 4, ...REQUEST });
+      const clean = await sampler([], { nStrategy }).sample({
+        prompts,
+        n: 4,
+        ...REQUEST,
+      });
+      expect(groups).toEqual(clean);
+      const answered = served.server.log
+        .slice(start)
+        .filter((entry) => entry.status === 200 && entry.body !== undefined);
+      const limited = served.server.log.slice(start).filter((entry) => entry.status === 429);
+      // the storm happened, and every request was answered exactly once (24 samples in the call)
+      const requests = nStrategy === 'parallel' ? 24 : 6;
+      expect(limited.length).toBeGreaterThan(nStrategy === 'parallel' ? 10 : 3);
+      const seeds = answered.slice(0, requests).map((entry) => entry.body!.seed);
+      expect(new Set(seeds).size).toBe(requests);
+      expect(answered.slice(0, requests).reduce((sum, entry) => sum + entry.choicesServed, 0)).toBe(
+        24,
+      );
+      expect(groups.flat()).toHaveLength(24);
+    },
+    120_000,
+  );
 
   it('should cancel in-flight requests on abort and reject with AbortedError', async () => {
     const s = sampler(

@@ -35,6 +35,9 @@ export interface OpenAISampler extends Sampler {
   close(): Promise<void>;
 }
 
+/** How long `server: 'auto'` waits for `GET /models` per attempt. */
+const DETECT_TIMEOUT_MS = 10_000;
+
 /** `owned_by` of `GET /models` → the server family. */
 function dialectOf(ownedBy: unknown): Dialect {
   switch (ownedBy) {
@@ -84,7 +87,12 @@ export function createOpenAISampler(options: OpenAISamplerOptions): OpenAISample
     detecting ??= (async () => {
       const request: ServedRequest = { endpoint: 'GET /models', model: resolved.model };
       try {
-        const page = await client.models.list({ signal });
+        // a short look: a server that does not answer /models quickly is treated as generic
+        const page = await client.models.list({
+          signal,
+          timeout: Math.min(resolved.timeoutMs, DETECT_TIMEOUT_MS),
+          maxRetries: Math.min(resolved.maxRetries, 1),
+        });
         const models =
           (page as unknown as { data?: { id?: unknown; owned_by?: unknown }[] }).data ?? [];
         const entry = models.find((model) => model.id === resolved.model) ?? models[0];
