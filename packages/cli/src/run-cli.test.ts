@@ -4,21 +4,8 @@ import { join } from 'node:path';
 import { readGguf } from '@rlvr/model';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { COMMANDS, runCli } from './run-cli.js';
-
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-  });
-  return { code, stdout, stderr };
-}
+import { COMMANDS } from './run-cli.js';
+import { cli } from './test/run-captured.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rlvr-cli-'));
 const project = join(root, 'project');

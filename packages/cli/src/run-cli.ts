@@ -10,6 +10,7 @@ import { runCommand } from './commands/parse-command.js';
 import { reportCommand } from './commands/report.js';
 import { sftCommand } from './commands/sft.js';
 import { voteCommand } from './commands/vote.js';
+import { voteSampleCommand } from './commands/vote-sample.js';
 import { ConfigError } from './errors/config-error.js';
 import { VERSION } from './version.js';
 
@@ -70,7 +71,9 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
     io.stdout(`${VERSION}\n`);
     return EXIT.ok;
   }
-  const command = COMMANDS.find((candidate) => candidate.name === name);
+  const listed = COMMANDS.find((candidate) => candidate.name === name);
+  // `rlvr vote --sample` samples the answers first: a config-driven variant of `rlvr vote`
+  const command = listed === voteCommand && rest.includes('--sample') ? voteSampleCommand : listed;
   if (command === undefined) {
     const near = COMMANDS.map((c) => c.name).find((c) => c.startsWith(name.slice(0, 2)));
     io.stderr(

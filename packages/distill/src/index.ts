@@ -29,6 +29,8 @@ export {
   GENERATE_TRACES_DEFAULTS,
   GENERATE_TRACES_OPTION_KEYS,
 } from './traces/generate-traces-options.js';
+export type { TokenizeTracesOptions } from './traces/tokenize-traces.js';
+export { tokenizeTraces } from './traces/tokenize-traces.js';
 export type { ReadTracesOptions, TraceSettings, TracesHeader } from './traces/trace-file.js';
 export { readTraces, readTracesHeader } from './traces/trace-file.js';
 export type { PromptRecord, TraceRecord } from './traces/trace-record.js';

@@ -19,19 +19,22 @@ import {
   readTraces,
   type TraceRecord,
   teacherFromModel,
+  tokenizeTraces,
 } from '@rlvr/distill';
-import type { Checkpoint } from '@rlvr/model';
 import { createLlamaModel } from '@rlvr/trainer';
 import type { ConfigSpec, ResolvedConfig } from '../config/load-config.js';
 import { omitKeys } from '../config/option-keys.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
+import { loadModel, SAMPLER_KEYS, selectTrainingBackend } from '../model/resolve-model.js';
 import {
-  createSampler,
-  loadModel,
-  SAMPLER_KEYS,
-  selectTrainingBackend,
-} from '../model/resolve-model.js';
+  BASE_URL_FLAG,
+  type ModelSource,
+  modelName,
+  resolveModelSource,
+  SERVED_MODEL_KEYS,
+  samplerOf,
+} from '../model/served-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command, CommandContext } from './command.js';
 import { checkRunFolder, outputDirOf } from './run-folder.js';
@@ -94,6 +97,7 @@ const spec: ConfigSpec = {
   nested: {
     dataset: DATASET_KEYS,
     sampler: SAMPLER_KEYS,
+    teacher: SERVED_MODEL_KEYS,
     traces: TRACES_KEYS,
     filter: FILTER_KEYS,
   },
@@ -160,8 +164,11 @@ export const distillCommand: Command = {
   usage: '--config distill.yaml [--set key=value]... [--report-to …] [--resume | --overwrite]',
   trains: true,
   spec,
+  flags: BASE_URL_FLAG,
   effectiveConfig: effectiveDistillConfig,
-  details: `Config keys: teacher and student (model folders sharing a tokenizer), dataset (prompts and
+  details: `Config keys: teacher and student (model folders sharing a tokenizer; the teacher may be a
+served model { baseURL, model, api, … } or --base-url URL with teacher = its name: its traces are
+SFT on text, re-tokenized by the student's tokenizer, and a logits loss is refused), dataset (prompts and
 answers), rewards (the verifier: a trace is accepted when its weighted reward ≥
 traces.acceptThreshold), outputDir, traces (generateTraces: k, sampling { maxNewTokens,
 temperature, topP, …, seed }, acceptThreshold, batchSize, keepLogprobs), filter (filterTraces:
@@ -216,7 +223,21 @@ schedule: { learningRate: 3e-3 }`,
     }
     loopSettings(values, 1);
     const rewards = await resolveRewards(values.rewards, source('rewards'));
-    const teacher = await loadModel(values.teacher, 'teacher', source('teacher'));
+    const teacher = await resolveModelSource(
+      values.teacher,
+      'teacher',
+      source('teacher'),
+      context.flags['base-url'] as string | undefined,
+    );
+    if (teacher.kind === 'served' && loss.type === 'logits') {
+      throw new ConfigError({
+        key: 'loss.type',
+        source: source('loss'),
+        message:
+          "logit distillation needs the teacher's token distribution over the student's tokenizer at every position, which a served teacher does not give: use loss: { type: sft } (SFT on the served teacher's text) or a local teacher folder",
+        code: ErrorCode.INVALID_ARGUMENT,
+      });
+    }
     const student = await loadModel(values.student, 'student', source('student'));
     const tokenizer = student.tokenizer;
     if (tokenizer === undefined) {
@@ -234,16 +255,26 @@ schedule: { learningRate: 3e-3 }`,
         source: source('dataset'),
       }),
     );
-    const kept = await keptTraces(context, {
-      teacher: teacher.checkpoint,
+    const generated = await keptTraces(context, {
+      teacher,
       prompts,
       rewards,
       outputDir,
     });
+    // a served teacher's token ids are not the student's: SFT on its text
+    const kept =
+      teacher.kind === 'served'
+        ? tokenizeTraces(generated, {
+            encode: (text) => tokenizer.encode(text, { addSpecialTokens: false }),
+            ...(tokenizer.eosTokenId === undefined ? {} : { eosTokenId: tokenizer.eosTokenId }),
+          })
+        : generated;
     await selectTrainingBackend(values.backend);
     // Logit distillation scores the student against the teacher's full distributions.
     const teacherModel =
-      loss.type === 'logits' ? await createLlamaModel(teacher.checkpoint) : undefined;
+      loss.type === 'logits' && teacher.kind === 'local'
+        ? await createLlamaModel(teacher.checkpoint)
+        : undefined;
     let result: Awaited<ReturnType<typeof trainStudent>>;
     try {
       result = await trainStudent({
@@ -276,7 +307,7 @@ schedule: { learningRate: 3e-3 }`,
 async function keptTraces(
   context: CommandContext,
   options: {
-    teacher: Checkpoint;
+    teacher: ModelSource;
     prompts: ReturnType<typeof toPromptRecords>;
     rewards: readonly WeightedReward[];
     outputDir: string;
@@ -285,9 +316,11 @@ async function keptTraces(
   const { config, io } = context;
   const values = config.values;
   const outPath = join(options.outputDir, TRACES_FILE);
-  const sampler = await createSampler(
+  const sampler = await samplerOf(
     options.teacher,
     values.sampler as Record<string, unknown> | undefined,
+    'teacher',
+    config.origins.get('sampler') ?? config.file,
   );
   let generated: Awaited<ReturnType<typeof generateTraces>>;
   try {
@@ -302,7 +335,11 @@ async function keptTraces(
       ...((values.traces ?? {}) as { k: number; sampling: { maxNewTokens: number } }),
       reward: combined(options.rewards),
       outPath,
-      teacher: { weights: options.teacher },
+      // a served teacher is known by its URL and name (its weights are not here)
+      teacher:
+        options.teacher.kind === 'local'
+          ? { weights: options.teacher.checkpoint }
+          : { weightsHash: `served:${modelName(options.teacher)}` },
       ...(context.overwrite ? { overwrite: true } : {}),
       progress: context.progress,
     });

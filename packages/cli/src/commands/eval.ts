@@ -8,19 +8,19 @@ import {
 } from '@rlvr/core';
 import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
+import { DATASET_KEYS, type DatasetRecord } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
+import { SAMPLER_KEYS } from '../model/resolve-model.js';
+import { BASE_URL_FLAG, SERVED_MODEL_KEYS } from '../model/served-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command } from './command.js';
+import { sampleDataset } from './sample-dataset.js';
 import {
   checkOutput,
   openOutput,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
-  sampleAll,
-  samplingOf,
 } from './sampling.js';
 
 /** Files `rlvr eval` writes into `outputDir`. */
@@ -39,7 +39,7 @@ const spec: ConfigSpec = {
     'sampler',
     ...SAMPLING_KEYS,
   ],
-  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
+  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS, model: SERVED_MODEL_KEYS },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS, threshold: 1 },
   required: ['model', 'dataset', 'rewards', 'maxNewTokens'],
 };
@@ -107,10 +107,12 @@ export function curves(
 
 export const evalCommand: Command = {
   name: 'eval',
-  summary: 'pass@k and maj@k of a checkpoint on a dataset, scored by rewards/verifiers',
+  summary: 'pass@k and maj@k of a checkpoint or served model on a dataset, scored by rewards',
   usage: '--config eval.yaml [--set key=value]... [--overwrite]',
   spec,
-  details: `Config keys: model, dataset, rewards (as in grpo), n (samples per prompt), ks (default
+  flags: BASE_URL_FLAG,
+  details: `Config keys: model (a checkpoint folder, or a served model { baseURL, model, api, … }:
+@rlvr/openai options; --base-url URL with model = the served name), dataset, rewards (as in grpo), n (samples per prompt), ks (default
 1, 2, 4, … n), threshold (a sample is correct when its weighted reward ≥ threshold; default 1),
 batchSize, outputDir (writes eval-results.json and eval-samples.jsonl there), sampler, and the
 SampleRequest keys maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed.
@@ -137,12 +139,6 @@ outputDir: grpo-run`,
       checkOutput(join(outputDir, EVAL_FILES.samples), context.overwrite);
     }
     const rewards = await resolveRewards(values.rewards, source('rewards'));
-    const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
-    const records = await loadDataset(values.dataset, {
-      need: ['prompt'],
-      ...(tokenizer ? { chat: tokenizer } : {}),
-      source: source('dataset'),
-    });
     for (const k of ks) {
       if (!Number.isInteger(k) || k < 1 || k > n) {
         throw new ConfigError({
@@ -153,24 +149,7 @@ outputDir: grpo-run`,
         });
       }
     }
-    const sampler = await createSampler(
-      checkpoint,
-      values.sampler as Record<string, unknown> | undefined,
-    );
-    let groups: Awaited<ReturnType<typeof sampleAll>>;
-    try {
-      groups = await sampleAll({
-        sampler,
-        prompts: records.map((record) => record.prompt),
-        n,
-        batchSize: values.batchSize as number,
-        request: samplingOf(values),
-        progress: context.progress,
-        label: 'eval',
-      });
-    } finally {
-      await sampler.close();
-    }
+    const { records, groups } = await sampleDataset(context, 'eval');
     const threshold = values.threshold as number;
     const samples = [];
     for (const [index, record] of records.entries()) {

@@ -1,22 +1,22 @@
 import { ErrorCode, validateInteger } from '@rlvr/core';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS, loadDataset } from '../data/load-dataset.js';
+import { DATASET_KEYS } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { createSampler, loadModel, SAMPLER_KEYS } from '../model/resolve-model.js';
+import { SAMPLER_KEYS } from '../model/resolve-model.js';
+import { BASE_URL_FLAG, SERVED_MODEL_KEYS } from '../model/served-model.js';
 import type { Command } from './command.js';
+import { sampleDataset } from './sample-dataset.js';
 import {
   checkOutput,
   openOutput,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
-  sampleAll,
-  samplingOf,
 } from './sampling.js';
 
 const spec: ConfigSpec = {
   known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
-  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
+  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS, model: SERVED_MODEL_KEYS },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'out', 'maxNewTokens'],
 };
@@ -26,7 +26,9 @@ export const generateCommand: Command = {
   summary: 'sample n completions per prompt from a checkpoint into a JSONL file (@rlvr/rollout)',
   usage: '--config generate.yaml [--set key=value]... [--overwrite]',
   spec,
-  details: `Config keys: model, dataset, out (the JSONL to write), n (completions per prompt, G),
+  flags: BASE_URL_FLAG,
+  details: `Config keys: model (a checkpoint folder, or a served model { baseURL, model, api, … }:
+@rlvr/openai options; --base-url URL with model = the served name), dataset, out (the JSONL to write), n (completions per prompt, G),
 batchSize (prompts per sampler call), sampler (@rlvr/rollout options) and the SampleRequest keys
 maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed. Each output line:
 {"id", "prompt", "answer"?, "completions": [{"text", "finishReason", "tokens"}]}. The output
@@ -50,51 +52,29 @@ ${SAMPLING_DEFAULTS_HELP}`,
     }
     const out = values.out;
     checkOutput(out, context.overwrite);
-    const { checkpoint, tokenizer } = await loadModel(values.model, 'model', source('model'));
-    const records = await loadDataset(values.dataset, {
-      need: ['prompt'],
-      ...(tokenizer ? { chat: tokenizer } : {}),
-      source: source('dataset'),
-    });
-    const sampler = await createSampler(
-      checkpoint,
-      values.sampler as Record<string, unknown> | undefined,
-    );
+    const { records, groups } = await sampleDataset(context, 'generate');
+    const file = await openOutput(out, context.overwrite);
     try {
-      const groups = await sampleAll({
-        sampler,
-        prompts: records.map((record) => record.prompt),
-        n: values.n as number,
-        batchSize: values.batchSize as number,
-        request: samplingOf(values),
-        progress: context.progress,
-        label: 'generate',
-      });
-      const file = await openOutput(out, context.overwrite);
-      try {
-        for (const [index, record] of records.entries()) {
-          await file.write(
-            JSON.stringify({
-              id: record.id,
-              prompt: record.prompt,
-              ...(record.answer === undefined ? {} : { answer: record.answer }),
-              completions: groups[index]!.map((completion) => ({
-                text: completion.text,
-                finishReason: completion.finishReason,
-                tokens: completion.tokenIds.length,
-              })),
-            }),
-          );
-        }
-      } finally {
-        await file.close();
+      for (const [index, record] of records.entries()) {
+        await file.write(
+          JSON.stringify({
+            id: record.id,
+            prompt: record.prompt,
+            ...(record.answer === undefined ? {} : { answer: record.answer }),
+            completions: groups[index]!.map((completion) => ({
+              text: completion.text,
+              finishReason: completion.finishReason,
+              tokens: completion.tokenIds.length,
+            })),
+          }),
+        );
       }
-      io.stdout(
-        `generate: ${records.length} prompts × ${String(values.n)} completions written to ${out}\n`,
-      );
-      return 0;
     } finally {
-      await sampler.close();
+      await file.close();
     }
+    io.stdout(
+      `generate: ${records.length} prompts × ${String(values.n)} completions written to ${out}\n`,
+    );
+    return 0;
   },
 };

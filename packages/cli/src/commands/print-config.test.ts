@@ -18,24 +18,10 @@ import {
 } from '@rlvr/trainer';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { runCli } from '../run-cli.js';
+import { cli } from '../test/run-captured.js';
 import { CLI_TRACES_DEFAULTS } from './distill.js';
 import { CLI_SAMPLING_DEFAULTS } from './sampling.js';
 import { STUDENT_DEFAULTS, STUDENT_LOOP_DEFAULTS, trainerOptions } from './train-student.js';
-
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-  });
-  return { code, stdout, stderr };
-}
 
 const dir = mkdtempSync(join(tmpdir(), 'rlvr-grpo-print-'));
 const trainerKeys = {

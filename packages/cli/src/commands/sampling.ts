@@ -6,8 +6,8 @@ import {
   OverwriteRefusedError,
   SAMPLE_REQUEST_DEFAULTS,
   SAMPLE_REQUEST_KEYS,
+  type Sampler,
 } from '@rlvr/core';
-import type { OnnxSampler } from '@rlvr/rollout';
 import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
 
@@ -62,7 +62,7 @@ export function samplingOf(values: Record<string, unknown>): Record<string, unkn
  * seed `seed + b` so the output does not depend on anything but the config.
  */
 export async function sampleAll(options: {
-  sampler: OnnxSampler;
+  sampler: Sampler;
   prompts: readonly string[];
   n: number;
   batchSize: number;

@@ -179,7 +179,13 @@ export function validateConfidenceRequest(
 export type Completion = {
   /** Decoded text of the completion (without the prompt; cut before a matched stop string). */
   text: string;
-  /** Generated token ids (without the prompt). */
+  /**
+   * Generated token ids (without the prompt). Empty for a *text-only* completion: a sampler that
+   * cannot see the model's tokens (a served model whose server returned no token ids) gives
+   * `tokenIds: []` and `logprobs: []`, no `modelLogprobs` / `topLogprobs`, and `text` only;
+   * per-token consumers (trainers, logit distillation, DeepConf) refuse it, text consumers
+   * (voting, evaluation, SFT on text) use it, and token counts of it are unknown (0).
+   */
   tokenIds: number[];
   /**
    * Behaviour logprobs: per generated token, the log-probability under the distribution it was
@@ -198,6 +204,16 @@ export type Completion = {
   /** Prompt token ids as the model saw them (after templating, without padding). */
   promptTokenIds?: number[];
   finishReason: FinishReason;
+  /**
+   * Whether `logprobs` are the behaviour logprobs of the draw (see "Logprobs and the importance
+   * ratio" in {@link Sampler}). Omitted means `true`: every local sampler computes them itself.
+   * `false`: they are the numbers a model server reported (a served model's, e.g. vLLM's default
+   * `raw_logprobs`, which are of the model distribution before temperature and filtering, or
+   * numbers from another engine); consumers that take `logprobs` as behaviour / old logprobs
+   * (GRPO, importance-sampling corrections) must refuse such a completion, while voting,
+   * evaluation and SFT on text may use it.
+   */
+  behaviourLogprobs?: boolean;
 };
 
 /**
@@ -221,8 +237,18 @@ export type Completion = {
  * like a truncated one. A token that ends the completion for another reason (EOS, a stop string,
  * `maxNewTokens`) keeps that reason.
  *
- * **Retry.** A sampler does not retry on its own; a rejected call may be repeated with the same
- * request and gives the same samples (same `seed`), so a retry is never a different experiment.
+ * **Retry.** A sampler does not retry a call on its own: a rejected call may be repeated with the
+ * same request and gives the same samples (same `seed`), so a retry is never a different
+ * experiment. A sampler over a network (a served model, a queue) may repeat a *transport* request
+ * that produced no sample (HTTP 429 / 5xx, a timeout, a refused connection) inside one call, as
+ * long as every completion it resolves with was produced exactly once: nothing lost, nothing
+ * counted twice, and the same seeds as without the failure.
+ *
+ * **Served models.** A sampler over a model server resolves with completions whose `logprobs` are
+ * the server's numbers, marked `behaviourLogprobs: false` unless the user vouches for them, and
+ * with `tokenIds: []` (text only, see {@link Completion.tokenIds}) when the server returned no
+ * token ids; a request for per-token data it cannot give (`topLogprobs`, `confidenceStop`,
+ * `returnModelLogprobs` from a text-only server) is rejected, never answered with empty rows.
  *
  * **Resume.** Loops that checkpoint (GrpoTrainer, distillStudent, generateTraces) resume to the
  * exact state of the last checkpoint or record written before an abort; nothing after it is kept.

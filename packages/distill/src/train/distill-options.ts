@@ -201,6 +201,17 @@ export function validateDistillOptions(options: DistillStudentOptions): Validate
       expected: 'a non-empty array of trace records',
     });
   }
+  raw.traces.forEach((trace, index) => {
+    if (Array.isArray(trace?.tokenIds) && trace.tokenIds.length === 0 && trace.completion) {
+      throw new InvalidArgumentError({
+        parameter: `options.traces[${index}].tokenIds`,
+        functionName: FN,
+        value: trace.tokenIds,
+        expected:
+          "the completion's token ids: a text-only trace (a served teacher that returned no token ids) trains after tokenizeTraces with the student's tokenizer (SFT on text); logit distillation needs the teacher's own token ids and distribution",
+      });
+    }
+  });
   const epochs = validateInteger(raw.epochs, {
     parameter: 'options.epochs',
     functionName: FN,

@@ -1,0 +1,62 @@
+import { validateInteger } from '@rlvr/core';
+import type { VoteRecord } from '@rlvr/voting';
+import type { ConfigSpec } from '../config/load-config.js';
+import { DATASET_KEYS } from '../data/load-dataset.js';
+import { SAMPLER_KEYS } from '../model/resolve-model.js';
+import { BASE_URL_FLAG, SERVED_MODEL_KEYS } from '../model/served-model.js';
+import type { Command } from './command.js';
+import { sampleDataset } from './sample-dataset.js';
+import {
+  checkOutput,
+  SAMPLING_COMMAND_DEFAULTS,
+  SAMPLING_DEFAULTS_HELP,
+  SAMPLING_KEYS,
+} from './sampling.js';
+import { printVotes } from './vote.js';
+
+const spec: ConfigSpec = {
+  known: ['model', 'dataset', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
+  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS, model: SERVED_MODEL_KEYS },
+  defaults: { ...SAMPLING_COMMAND_DEFAULTS },
+  required: ['model', 'dataset', 'maxNewTokens'],
+};
+
+/** `rlvr vote --sample`: sample n answers per prompt from a model, then vote as `rlvr vote` does. */
+export const voteSampleCommand: Command = {
+  name: 'vote',
+  summary: 'sample n answers per prompt from a checkpoint or served model, then majority-vote them',
+  usage:
+    '--sample --config vote.yaml [--set key=value]... [--base-url URL] [--out votes.jsonl] [--ks 1,2,4]',
+  spec,
+  flags: {
+    sample: { type: 'boolean', help: '     sample the answers from the config model (this mode)' },
+    out: { type: 'string', help: 'FILE  write one vote per line here' },
+    ks: { type: 'string', help: 'LIST  the k values of the curve (default 1, 2, 4, … n)' },
+    ...BASE_URL_FLAG,
+  },
+  details: `Config keys as rlvr generate (without out): model (a checkpoint folder or a served model
+{ baseURL, model, api, … }), dataset (prompts, answers for the pass@k / maj@k table), n, batchSize,
+sampler and the SampleRequest keys. Votes with @rlvr/voting's defaults (final answer, math
+equivalence).
+${SAMPLING_DEFAULTS_HELP}`,
+  example: `rlvr vote --sample --base-url http://127.0.0.1:8000/v1 --set model=Qwen/Qwen3-0.6B \\
+  --set dataset=data/test.jsonl --set n=16 --set maxNewTokens=512 --set temperature=0.6 --ks 1,4,16`,
+  async run(context) {
+    const { config } = context;
+    const values = config.values;
+    validateInteger(values.n, { parameter: 'n', min: 1 });
+    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+    const out = context.flags.out as string | undefined;
+    if (out !== undefined) checkOutput(out, context.overwrite);
+    const { records, groups } = await sampleDataset(context, 'vote');
+    const votes: VoteRecord[] = records.map((record, index) => ({
+      id: record.id,
+      samples: groups[index]!.map((completion) => completion.text),
+      ...(typeof record.answer === 'string' || typeof record.answer === 'number'
+        ? { gold: String(record.answer) }
+        : {}),
+    }));
+    await printVotes(context, votes, out);
+    return 0;
+  },
+};
