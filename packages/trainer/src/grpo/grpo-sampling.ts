@@ -115,6 +115,30 @@ function checkCompletion(completion: Completion, where: string): void {
           : String(completion),
     });
   }
+  // core's Completion contract: a served model's numbers are not behaviour logprobs, and a
+  // text-only completion has no tokens to train on — GRPO refuses both
+  if (completion.behaviourLogprobs === false) {
+    throw new InvalidArgumentError({
+      parameter: `${where}.behaviourLogprobs`,
+      functionName: FN,
+      value: false,
+      expected:
+        'behaviour logprobs (the sampler marks these as not: a served model returns its own numbers; GRPO needs the log-probabilities of the distribution each token was drawn from — pass behaviourLogprobs: true to the sampler if the server returns them)',
+    });
+  }
+  if (
+    completion.tokenIds.length === 0 &&
+    typeof completion.text === 'string' &&
+    completion.text !== ''
+  ) {
+    throw new InvalidArgumentError({
+      parameter: `${where}.tokenIds`,
+      functionName: FN,
+      value: [],
+      expected:
+        'the token ids of the completion (a text-only completion cannot be trained on: serve the model with token ids, e.g. vLLM return_tokens_as_token_ids)',
+    });
+  }
 }
 
 function checkSamplerOutput(run: RunContext, result: unknown, records: PromptRecord[]): Group[] {

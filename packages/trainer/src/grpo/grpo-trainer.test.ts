@@ -285,6 +285,21 @@ describe('GrpoTrainer orchestration (cpu, scripted sampler)', () => {
     });
     const c = await make(noIds);
     await expect(c.grpo.step()).rejects.toThrow(/tokenizer/);
+    // a served model's numbers (core: behaviourLogprobs false) and text-only completions
+    const served = new MockSampler({
+      script: () => [
+        [{ ...scripted('3'), behaviourLogprobs: false }, scripted('1')],
+        [scripted('6'), scripted('2')],
+      ],
+    });
+    await expect((await make(served)).grpo.step()).rejects.toThrow(/behaviourLogprobs/);
+    const textOnly = new MockSampler({
+      script: () => [
+        [{ ...scripted('3'), tokenIds: [], logprobs: [] }, scripted('1')],
+        [scripted('6'), scripted('2')],
+      ],
+    });
+    await expect((await make(textOnly)).grpo.step()).rejects.toThrow(/text-only/);
     const d = await make(noIds, {}, { tokenizer: task.tokenizer });
     await expect(d.grpo.step()).resolves.toMatchObject({ step: 1 });
     await expect(make(short, { groupSize: 1 })).rejects.toThrow(/config\.groupSize/);
