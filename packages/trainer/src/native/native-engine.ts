@@ -111,7 +111,7 @@ export class ArrayGradSink implements GradSink {
 }
 
 /** Target elements of one logits-sized tensor of a head chunk (`tokens × Vc`). */
-const CHUNK_ELEMENTS = 8 * 1024 * 1024;
+const CHUNK_ELEMENTS = 4 * 1024 * 1024;
 
 /**
  * A model on the native engine: its config, slots, sessions and weights. The weights may be

@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import type { LlamaConfig } from '@rlvr/model';
 import type { PreparedInput } from '../model/prepared-input.js';
 import type { TokenBatch } from '../train/batch.js';
-import type { LoraAdapters } from './lora-adapters.js';
+import { LoraAdapters } from './lora-adapters.js';
 import { type EngineLora, type Keep, NativeEngine } from './native-engine.js';
 import { loadOrtRuntime, SessionCache } from './ort-runtime.js';
 import { storeSlots } from './param-store.js';
@@ -96,7 +96,14 @@ export function nativeLogits(parts: NativeParts, input: PreparedInput): Float32A
   return parts.engine.logits(state, weights);
 }
 
-/** The same model without its adapters (shares the weights and sessions): LoRA's reference. */
+/**
+ * The same model without its adapters' effect (shares the weights and sessions): LoRA's
+ * reference. It runs the adapters' forward graph with zero adapters (`W + s·0·0 = W` exactly), so
+ * it needs no sessions (and no working memory) of its own.
+ */
 export function baseParts(parts: NativeParts): NativeParts {
-  return { ...parts, lora: undefined, ownsSessions: false };
+  const { lora } = parts;
+  if (!lora) return { ...parts, ownsSessions: false };
+  const zero = new LoraAdapters(lora.spec, lora.layers, { ...lora.settings, dropout: 0 }, false);
+  return { ...parts, lora: zero, ownsSessions: false };
 }

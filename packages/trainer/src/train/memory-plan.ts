@@ -60,7 +60,7 @@ export type MemoryPlan = {
 /** Bytes of Node.js, onnxruntime and its sessions (measured: ~250 MB before any tensor). */
 const RUNTIME_BYTES = 300 * 2 ** 20;
 /** Elements of one logits-sized tensor of a head chunk (the engine's chunk size). */
-const HEAD_CHUNK_ELEMENTS = 8 * 1024 * 1024;
+const HEAD_CHUNK_ELEMENTS = 4 * 1024 * 1024;
 
 type Shape = ReturnType<typeof layerSpecOf> & { layers: number; vocab: number };
 
