@@ -6,6 +6,12 @@ export type { RandomCheckpointOptions } from './checkpoint/random-init.js';
 export { createRandomCheckpoint } from './checkpoint/random-init.js';
 export type { TensorSpec } from './checkpoint/tensor-names.js';
 export { llamaTensorNames, llamaTensorSpecs } from './checkpoint/tensor-names.js';
+export type {
+  LayerArchitecture,
+  LayerRope,
+  ModelArchitecture,
+} from './config/architecture.js';
+export { modelArchitecture } from './config/architecture.js';
 export type { LlamaConfig, LlamaConfigInput, LlamaModelType } from './config/llama-config.js';
 export {
   countParameters,
@@ -13,6 +19,15 @@ export {
   parseLlamaConfig,
   SUPPORTED_MODEL_TYPES,
 } from './config/llama-config.js';
+export type {
+  AttentionLayerType,
+  ModelConfig,
+  ModelConfigInput,
+  ModelType,
+} from './config/model-config.js';
+export { MODEL_TYPES, parseModelConfig } from './config/model-config.js';
+export type { RopeScaling } from './config/rope.js';
+export { ROPE_SCALING_TYPES, ropeInverseFrequencies } from './config/rope.js';
 export { ModelLoadError } from './errors/model-load-error.js';
 export type { ExportGgufOptions, GgufDtype, WriteGgufOptions } from './gguf/export-gguf.js';
 export { exportGguf, writeGgufModel } from './gguf/export-gguf.js';

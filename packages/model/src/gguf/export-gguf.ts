@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { InvalidArgumentError, OverwriteRefusedError, validateOptions } from '@rlvr/core';
 import { type Checkpoint, tensorMap, validateCheckpoint } from '../checkpoint/checkpoint.js';
 import { llamaTensorSpecs } from '../checkpoint/tensor-names.js';
-import type { LlamaConfig } from '../config/llama-config.js';
+import { parseLlamaConfig } from '../config/llama-config.js';
+import type { ModelConfig } from '../config/model-config.js';
 import { writeAll, writeFileAtomic } from '../io/atomic-write.js';
 import { encodeGguf, type GgufEntry, type GgufTensorToWrite } from './gguf-encode.js';
 import { FILE_TYPE, GGUF_DEFAULT_ALIGNMENT, GgmlType, GgufValueType } from './gguf-format.js';
@@ -82,7 +83,7 @@ export function permuteRotaryRows(
   return out;
 }
 
-function architectureMetadata(config: LlamaConfig, dtype: GgufDtype, name: string) {
+function architectureMetadata(config: ModelConfig, dtype: GgufDtype, name: string) {
   const arch = config.model_type;
   const u32 = (value: number): GgufEntry => ({ type: GgufValueType.UINT32, value });
   const f32 = (value: number): GgufEntry => ({ type: GgufValueType.FLOAT32, value });
@@ -150,7 +151,8 @@ export function encodeGgufCheckpoint(
 }
 
 /** Rejects configs llama.cpp cannot run under their architecture. */
-function checkSupported(config: LlamaConfig, functionName: string): void {
+function checkSupported(model: ModelConfig, functionName: string): void {
+  const config = parseLlamaConfig(model); // TODO(families): every family
   if (
     config.model_type === 'qwen2' &&
     config.head_dim * config.num_attention_heads !== config.hidden_size

@@ -1,6 +1,6 @@
 import { type NamedTensor, validateOneOf, validateOptions } from '@rlvr/core';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
-import { type LlamaConfig, llamaBiases } from '../config/llama-config.js';
+import { type LlamaConfig, llamaBiases, parseLlamaConfig } from '../config/llama-config.js';
 import { type GraphBuilder, OnnxDataType } from './graph-builder.js';
 
 /** Additive attention bias at masked positions (−1e9 rather than −∞: no NaN on all-masked rows). */
@@ -176,7 +176,7 @@ export function createLlamaLayers(
           parameter: 'options.projection',
           functionName,
         });
-  const { config } = checkpoint;
+  const config = parseLlamaConfig(checkpoint.config); // TODO(families): every family
   const tensors = new Map<string, NamedTensor>(checkpoint.tensors.map((t) => [t.name, t]));
   const tensor = (name: string): NamedTensor => tensors.get(name) as NamedTensor;
   const { num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim } = config;

@@ -3,9 +3,9 @@ import {
   createLlamaLayers,
   OnnxDataType as DataType,
   GraphBuilder,
-  type LlamaConfig,
   type LlamaLayers,
   MASK_VALUE,
+  type ModelConfig,
   type OnnxGraph,
   type OnnxValueInfo,
   validateCheckpoint,
@@ -59,7 +59,7 @@ export const LOOP_IO = {
 type LoopContext = {
   g: GraphBuilder;
   llama: LlamaLayers;
-  config: LlamaConfig;
+  config: ModelConfig;
   mergedShape: string;
   /** Reshape targets `[B, S, count, D]` for `[B·S, count·D]` rows, from `batchBySeq` `[B, S]`. */
   headsShapes: (b: GraphBuilder, batchBySeq: string) => (count: number) => string;
@@ -300,7 +300,7 @@ function emitLoopAndOutputs(context: LoopContext, first: FirstStep, bodyGraph: O
 }
 
 /** The loop graph's inputs and outputs. */
-function loopGraphIo(config: LlamaConfig): { input: OnnxValueInfo[]; output: OnnxValueInfo[] } {
+function loopGraphIo(config: ModelConfig): { input: OnnxValueInfo[]; output: OnnxValueInfo[] } {
   const { num_key_value_heads: kvHeads, head_dim: headDim } = config;
   const scalar = (name: string, type: number) => valueInfo(name, type, []);
   const input = [
