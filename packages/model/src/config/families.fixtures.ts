@@ -146,7 +146,7 @@ const TINY = {
  * Tiny configs of each family with every special rule switched on in a few layers: Qwen3 (q/k
  * norm, head_dim ≠ hidden/heads), Llama 3.x (llama3 RoPE scaling with a short original context so
  * that all three bands occur at these positions), Gemma 3 (window 3 on sliding layers, 4 layers with
- * two global, local θ 100, query_pre_attn_scalar ≠ head_dim), SmolLM3 (NoPE every 2nd layer of 4).
+ * two global, local θ 100, query_pre_attn_scalar ≠ head_dim), SmolLM3 (4 layers, the 4th without RoPE).
  */
 export const TINY_FAMILIES = {
   qwen3: { ...TINY, model_type: 'qwen3', head_dim: 16, rope_theta: 1e6 },
@@ -177,7 +177,6 @@ export const TINY_FAMILIES = {
     ...TINY,
     num_hidden_layers: 4,
     model_type: 'smollm3',
-    no_rope_layer_interval: 2,
     rope_theta: 2e6,
   },
 } as const;

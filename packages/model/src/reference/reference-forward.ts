@@ -132,6 +132,8 @@ export function referenceForward(
 export type ReferenceOptions = {
   /** Replaces the tanh GELU of `gelu_tanh` models (e.g. llama.cpp's fp16 lookup table). */
   gelu?: (x: number) => number;
+  /** Edits the model's description before the run (negative controls drop one family rule). */
+  architecture?: (architecture: ModelArchitecture) => ModelArchitecture;
 };
 
 /** {@link referenceForward} with {@link ReferenceOptions}. @internal */
@@ -254,7 +256,8 @@ function computeForward(
   inputs: Inputs,
   options: ReferenceOptions,
 ): ReferenceForwardResult {
-  const arch = modelArchitecture(checkpoint.config);
+  const described = modelArchitecture(checkpoint.config);
+  const arch = options.architecture ? options.architecture(described) : described;
   const map = new Map(checkpoint.tensors.map((tensor) => [tensor.name, tensor.data]));
   const weight = (name: string) => map.get(name) as Float32Array;
   const { inputIds, past } = inputs;

@@ -1,0 +1,245 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Checkpoint } from '../checkpoint/checkpoint.js';
+import { createRandomCheckpoint } from '../checkpoint/random-init.js';
+import type { ModelArchitecture } from '../config/architecture.js';
+import { TINY_FAMILIES } from '../config/families.fixtures.js';
+import { parseModelConfig } from '../config/model-config.js';
+import { ropeInverseFrequencies } from '../config/rope.js';
+import type { ReferenceOptions } from '../reference/reference-forward.js';
+import { buildCharTokenizer } from '../tokenizer/build-tokenizer.js';
+import { createTokenizer } from '../tokenizer/tokenizer.js';
+import { exportGguf, type GgufDtype } from './export-gguf.js';
+import {
+  llamaCppGelu,
+  maxAbsDifference,
+  openInLlamaCpp,
+  referenceGreedy,
+  referenceLogProbs,
+} from './llama-cpp-harness.js';
+
+// Each family's tiny model (every special rule on: see TINY_FAMILIES) exported to GGUF and run in
+// llama.cpp (node-llama-cpp's prebuilt CPU binary, F32 KV cache, flash attention off), against the
+// float64 reference: log p of every vocab entry at every position, 14 tokens fed in 9 + 5 (the
+// second call through llama.cpp's KV cache, its sliding-window cache for Gemma's local layers).
+const files = buildCharTokenizer({ characters: 'abcdefghij0123456789+=? é→' });
+const vocab = createTokenizer(files).vocabSize + 2;
+const IDS = [1, 7, 11, 22, 6, 19, 30, 31, 8, 13, 5, 16, 24, 10];
+const CHUNKS = [IDS.slice(0, 9), IDS.slice(9)];
+const TOLERANCE: Partial<Record<GgufDtype, number>> = { f32: 2e-5, f16: 2e-2, q8_0: 0.5 };
+/** A negative control must be off by far more than the f32 tolerance. */
+const CONTROL_MINIMUM = 1e-2;
+
+type Mutation = (arch: ModelArchitecture) => ModelArchitecture;
+const layersWith = (
+  arch: ModelArchitecture,
+  edit: (
+    layer: ModelArchitecture['layers'][number],
+  ) => Partial<ModelArchitecture['layers'][number]>,
+): ModelArchitecture => ({
+  ...arch,
+  layers: arch.layers.map((layer) => ({ ...layer, ...edit(layer) })),
+});
+const plainRope =
+  (arch: ModelArchitecture, theta: (t: number) => number): Mutation =>
+  () =>
+    layersWith(arch, (layer) =>
+      layer.rope.kind === 'rotary'
+        ? {
+            rope: {
+              ...layer.rope,
+              inverseFrequencies: ropeInverseFrequencies(
+                theta(layer.rope.theta),
+                arch.headDim,
+                null,
+              ),
+            },
+          }
+        : {},
+    );
+
+/** Per family: the rule dropped from the reference (llama.cpp must then disagree). */
+const CONTROLS: Record<keyof typeof TINY_FAMILIES, Record<string, Mutation>> = {
+  qwen3: {
+    'no q/k norm': (arch) => layersWith(arch, () => ({ qNorm: null, kNorm: null })),
+  },
+  llama3: {
+    'no llama3 RoPE scaling': (arch) => plainRope(arch, (theta) => theta)(arch),
+  },
+  gemma3: {
+    'w instead of (1 + w)': (arch) => ({ ...arch, normOffset: 0 }),
+    'no sliding window': (arch) => layersWith(arch, () => ({ window: null })),
+    'global θ on local layers': (arch) => {
+      const global = arch.layers.find((layer) => layer.window === null)?.rope;
+      return layersWith(arch, () => (global ? { rope: global } : {}));
+    },
+    '1/√head_dim instead of query_pre_attn_scalar': (arch) => ({
+      ...arch,
+      attentionScale: 1 / Math.sqrt(arch.headDim),
+    }),
+    'no √hidden embedding scale': (arch) => ({ ...arch, embeddingScale: 1 }),
+    'no post-attention / post-feed-forward norms': (arch) =>
+      layersWith(arch, () => ({ attentionOutputNorm: null, mlpOutputNorm: null })),
+    'SiLU instead of tanh GELU': (arch) => ({ ...arch, activation: 'silu' }),
+  },
+  smollm3: {
+    'RoPE on every layer': (arch) => {
+      const rope = arch.layers.find((layer) => layer.rope.kind === 'rotary')?.rope;
+      return layersWith(arch, () => (rope ? { rope } : {}));
+    },
+  },
+};
+
+function makeCheckpoint(family: keyof typeof TINY_FAMILIES, seed: number): Checkpoint {
+  const config = parseModelConfig({ ...TINY_FAMILIES[family], vocab_size: vocab });
+  return {
+    ...createRandomCheckpoint(config, { seed, std: 0.2, perturbStd: 0.1 }),
+    tokenizer: files,
+  };
+}
+
+/** llama.cpp computes GELU through a float16 table: the reference does the same for its f32 check. */
+function llamaCppRounding(family: string): ReferenceOptions {
+  return family === 'gemma3' ? { gelu: llamaCppGelu } : {};
+}
+
+/**
+ * The f32 tolerance of a comparison. For Gemma it is 2e-5 plus twice the noise floor of the fp16
+ * GELU emulation: llama.cpp rounds each gate input (its float32 value, which differs from our
+ * float64 one by ~1e-7 relative) to float16 before the table lookup, so an input within that
+ * distance of a rounding boundary lands on the neighbouring entry (a 5e-4 relative step). The floor
+ * is how far the emulated reference itself moves when its gate inputs are perturbed by ±1e-7 and
+ * ±3e-7 relative (float32 noise); it must stay below 5e-3 (every Gemma negative control is off by > 0.3).
+ */
+function f32Tolerance(family: string, checkpoint: Checkpoint, emulated: Float64Array[]): number {
+  if (family !== 'gemma3') return TOLERANCE.f32 as number;
+  let floor = 0;
+  for (const epsilon of [1e-7, -1e-7, 3e-7, -3e-7]) {
+    const gelu = (x: number) => llamaCppGelu(x * (1 + epsilon));
+    floor = Math.max(
+      floor,
+      maxAbsDifference(emulated, referenceLogProbs(checkpoint, IDS, { gelu })),
+    );
+  }
+  expect(floor, 'GELU emulation noise floor').toBeLessThan(5e-3);
+  measured.push(`  (gemma3 fp16 GELU emulation noise floor: ${floor.toExponential(2)})`);
+  return (TOLERANCE.f32 as number) + 2 * floor;
+}
+
+let dir: string;
+const measured: string[] = [];
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'rlvr-gguf-family-'));
+});
+afterAll(async () => {
+  console.log(`max |Δ log p| vs the float64 reference:\n${measured.join('\n')}`);
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('GGUF export of each family runs in llama.cpp like the float64 reference', () => {
+  for (const [index, family] of (
+    Object.keys(TINY_FAMILIES) as (keyof typeof TINY_FAMILIES)[]
+  ).entries()) {
+    it(`${family}: every position and vocab entry (f32, f16, q8_0), and each dropped rule fails`, async () => {
+      const checkpoint = makeCheckpoint(family, 200 + index);
+      const rounding = llamaCppRounding(family);
+      const expected = referenceLogProbs(checkpoint, IDS, rounding);
+      for (const dtype of ['f32', 'f16', 'q8_0'] as const) {
+        const run = await openInLlamaCpp(dir, exportGguf(checkpoint, { dtype }), vocab);
+        try {
+          const actual = await run.logProbs(CHUNKS);
+          const logP = maxAbsDifference(actual, expected);
+          measured.push(`${family} ${dtype}: ${logP.toExponential(2)}`);
+          const tolerance =
+            dtype === 'f32'
+              ? f32Tolerance(family, checkpoint, expected)
+              : (TOLERANCE[dtype] as number);
+          expect.soft(logP, `${family} ${dtype}`).toBeLessThan(tolerance);
+          if (dtype !== 'f32') continue;
+          if (family === 'gemma3') {
+            const exact = maxAbsDifference(actual, referenceLogProbs(checkpoint, IDS));
+            measured.push(`${family} f32 vs exact tanh GELU: ${exact.toExponential(2)}`);
+          }
+          for (const [rule, architecture] of Object.entries(CONTROLS[family])) {
+            const control = referenceLogProbs(checkpoint, IDS, { ...rounding, architecture });
+            const off = maxAbsDifference(actual, control);
+            measured.push(`${family} negative control (${rule}): ${off.toExponential(2)}`);
+            expect.soft(off, `${family}: ${rule}`).toBeGreaterThan(CONTROL_MINIMUM);
+          }
+        } finally {
+          await run.dispose();
+        }
+      }
+    });
+  }
+
+  const VARIANTS: Record<string, object> = {
+    'gemma3 linear global RoPE ×4, sliding_window_pattern 3 (6 layers)': {
+      ...TINY_FAMILIES.gemma3,
+      num_hidden_layers: 6,
+      layer_types: undefined,
+      sliding_window_pattern: 3,
+      rope_scaling: { rope_type: 'linear', factor: 4 },
+    },
+    "gemma3 62 layers (llama.cpp's 27B attention-scale rule), head_dim 16": {
+      ...TINY_FAMILIES.gemma3,
+      num_hidden_layers: 62,
+      layer_types: undefined,
+      head_dim: 16,
+      query_pre_attn_scalar: 20,
+    },
+    'gemma3 MQA untied': {
+      ...TINY_FAMILIES.gemma3,
+      num_key_value_heads: 1,
+      tie_word_embeddings: false,
+    },
+    'qwen3 MQA tied, linear RoPE ×2': {
+      ...TINY_FAMILIES.qwen3,
+      num_key_value_heads: 1,
+      tie_word_embeddings: true,
+      rope_scaling: { rope_type: 'linear', factor: 2 },
+    },
+    'llama linear RoPE ×2, GQA + attention bias': {
+      ...TINY_FAMILIES.llama3,
+      rope_scaling: { rope_type: 'linear', factor: 2 },
+      attention_bias: true,
+    },
+  };
+
+  it('f32 variants: linear scaling, pattern-derived layer kinds, the 27B scale rule, MQA, tying', async () => {
+    for (const [index, [variant, json]] of Object.entries(VARIANTS).entries()) {
+      const config = parseModelConfig({ ...json, vocab_size: vocab });
+      const checkpoint = {
+        ...createRandomCheckpoint(config, { seed: 300 + index, std: 0.2, perturbStd: 0.1 }),
+        tokenizer: files,
+      };
+      const run = await openInLlamaCpp(dir, exportGguf(checkpoint), vocab);
+      try {
+        const family = variant.split(' ')[0] as string;
+        const expected = referenceLogProbs(checkpoint, IDS, llamaCppRounding(family));
+        const logP = maxAbsDifference(await run.logProbs(CHUNKS), expected);
+        measured.push(`${variant} f32: ${logP.toExponential(2)}`);
+        expect.soft(logP, variant).toBeLessThan(f32Tolerance(family, checkpoint, expected));
+      } finally {
+        await run.dispose();
+      }
+    }
+  });
+
+  it('f32 greedy generations are identical (every family)', async () => {
+    for (const family of Object.keys(TINY_FAMILIES) as (keyof typeof TINY_FAMILIES)[]) {
+      const checkpoint = makeCheckpoint(family, 31);
+      const run = await openInLlamaCpp(dir, exportGguf(checkpoint), vocab);
+      try {
+        const prompt = IDS.slice(0, 5);
+        expect(await run.greedy(prompt, 12), family).toEqual(
+          referenceGreedy(checkpoint, prompt, 12, llamaCppRounding(family)),
+        );
+      } finally {
+        await run.dispose();
+      }
+    }
+  });
+});
