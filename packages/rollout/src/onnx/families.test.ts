@@ -1,0 +1,97 @@
+import type { Completion, SampleRequest } from '@rlvr/core';
+import type { Checkpoint } from '@rlvr/model';
+import { describe, expect, it } from 'vitest';
+import {
+  FAMILY_CONFIGS,
+  referenceLogits,
+  tinyFamilyCheckpoint,
+} from './__fixtures__/tiny-model.js';
+import { createOnnxSampler } from './onnx-sampler.js';
+
+// Both engines on each family's tiny model: they sample the same tokens (same seed), their
+// behaviour logprobs are the float64 reference's (temperature 1, no filter) at every sampled token,
+// 14 tokens after prompts of different lengths (left padding) cross Gemma's window of 3 and the
+// loop engine's runs of 4 tokens (its cache carried between runs), and a weight update reaches the
+// sessions (the new reference holds).
+const TIMEOUT = 60_000;
+const request: SampleRequest = {
+  prompts: [
+    [1, 4, 5, 6, 7],
+    [1, 8],
+  ],
+  n: 2,
+  maxNewTokens: 14,
+  temperature: 1,
+  seed: 11,
+};
+
+/** max |behaviour logprob − reference log p| over every sampled token. */
+function maxGap(checkpoint: Checkpoint, groups: Completion[][]): number {
+  let max = 0;
+  groups.forEach((group, prompt) => {
+    const promptIds = request.prompts[prompt] as number[];
+    for (const completion of group) {
+      const ids = [...promptIds, ...completion.tokenIds];
+      const rows = referenceLogits(checkpoint, ids);
+      completion.tokenIds.forEach((token, step) => {
+        const row = rows[promptIds.length - 1 + step] as Float64Array;
+        let top = -Infinity;
+        for (const value of row) top = Math.max(top, value);
+        let sum = 0;
+        for (const value of row) sum += Math.exp(value - top);
+        const logP = (row[token] as number) - top - Math.log(sum);
+        max = Math.max(max, Math.abs(logP - (completion.logprobs[step] as number)));
+      });
+    }
+  });
+  return max;
+}
+
+const families = Object.keys(FAMILY_CONFIGS) as (keyof typeof FAMILY_CONFIGS)[];
+
+describe.each(families)('%s on both engines', (family) => {
+  it(
+    'samples the same tokens with the reference logprobs, before and after a weight update',
+    async () => {
+      const base = tinyFamilyCheckpoint(family, 1);
+      const other = tinyFamilyCheckpoint(family, 2);
+      const samplers = await Promise.all([
+        createOnnxSampler({
+          checkpoint: base,
+          workers: 0,
+          threads: 1,
+          engine: 'optimum',
+          eosTokenIds: [],
+        }),
+        createOnnxSampler({
+          checkpoint: base,
+          workers: 0,
+          threads: 1,
+          engine: 'loop',
+          stepsPerRun: 4,
+          eosTokenIds: [],
+          weightSync: 'inputs',
+        }),
+      ]);
+      try {
+        for (const checkpoint of [base, other]) {
+          if (checkpoint === other) {
+            for (const sampler of samplers) {
+              await sampler.updateWeights({ step: 1, tensors: other.tensors });
+            }
+          }
+          const [optimum, loop] = await Promise.all(samplers.map((s) => s.sample(request)));
+          expect(loop?.map((group) => group.map((c) => c.tokenIds))).toEqual(
+            optimum?.map((group) => group.map((c) => c.tokenIds)),
+          );
+          expect(optimum?.flat().every((c) => c.tokenIds.length === 14)).toBe(true);
+          expect(maxGap(checkpoint, optimum as Completion[][])).toBeLessThan(1e-4);
+          expect(maxGap(checkpoint, loop as Completion[][])).toBeLessThan(1e-4);
+        }
+      } finally {
+        await Promise.all(samplers.map((sampler) => sampler.close()));
+      }
+    },
+    TIMEOUT,
+  );
+});
