@@ -91,6 +91,8 @@ export {
 } from './safetensors/safetensors.js';
 export type { BuildTokenizerOptions, SpecialTokens } from './tokenizer/build-tokenizer.js';
 export { buildCharTokenizer, buildWordTokenizer } from './tokenizer/build-tokenizer.js';
+export type { BuildFamilyTokenizerOptions, TokenizerFamily } from './tokenizer/family-tokenizer.js';
+export { buildFamilyTokenizer, TOKENIZER_FAMILIES } from './tokenizer/family-tokenizer.js';
 export type { ChatMessage, ChatTemplateOptions, Tokenizer } from './tokenizer/tokenizer.js';
 export { createTokenizer, loadTokenizer } from './tokenizer/tokenizer.js';
 export { VERSION } from './version.js';

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
 import { createRandomCheckpoint } from '../checkpoint/random-init.js';
@@ -10,6 +11,7 @@ import { parseModelConfig } from '../config/model-config.js';
 import { ropeInverseFrequencies } from '../config/rope.js';
 import type { ReferenceOptions } from '../reference/reference-forward.js';
 import { buildCharTokenizer } from '../tokenizer/build-tokenizer.js';
+import { buildFamilyTokenizer, TOKENIZER_FAMILIES } from '../tokenizer/family-tokenizer.js';
 import { createTokenizer } from '../tokenizer/tokenizer.js';
 import { exportGguf, type GgufDtype } from './export-gguf.js';
 import {
@@ -242,4 +244,64 @@ describe('GGUF export of each family runs in llama.cpp like the float64 referenc
       }
     }
   });
+});
+
+const TOKENIZER_CORPUS = [
+  'Question: what is 12+30? Let me think. 12 plus 30 is 42.',
+  "The answer is 42. It's 42, isn't it? Yes: 42!",
+  'Naïve café, déjà vu, 日本語, emojis 🤔✨.',
+  "It's what's there. IT'S WHAT'S THERE. (hello) (hello)",
+  '  indented\n\n\tnew lines and    spaces  ',
+];
+const TOKENIZER_TEXTS = [
+  ...TOKENIZER_CORPUS,
+  'unseen: zebra quixotic 987654321 🦙',
+  'Add 1230 and 4212: 5442, then 12+30=42 again',
+  "HE'S (hello) she's",
+  "I'M you'RE we'Ve  \n x",
+];
+const FAMILY_OF_TOKENIZER = {
+  qwen3: 'qwen3',
+  llama3: 'llama3',
+  smollm3: 'smollm3',
+  gemma3: 'gemma3',
+} as const;
+
+describe("each family's tokenizer format in llama.cpp (gpt2 + qwen2 / llama-bpe pre-tokenizers, SPM with byte fallback)", () => {
+  it.each(TOKENIZER_FAMILIES)(
+    '%s: llama.cpp tokenizes and detokenizes like @rlvr/model',
+    async (family) => {
+      const files = buildFamilyTokenizer({ family, corpus: TOKENIZER_CORPUS, merges: 150 });
+      const tokenizer = createTokenizer(files);
+      const config = parseModelConfig({
+        ...TINY_FAMILIES[
+          FAMILY_OF_TOKENIZER[family] === 'llama3' ? 'llama3' : FAMILY_OF_TOKENIZER[family]
+        ],
+        vocab_size: tokenizer.vocabSize,
+      });
+      const checkpoint = { ...createRandomCheckpoint(config, { seed: 1 }), tokenizer: files };
+      const run = await openInLlamaCpp(dir, exportGguf(checkpoint), tokenizer.vocabSize);
+      try {
+        for (const text of TOKENIZER_TEXTS) {
+          const ours = tokenizer.encode(text, { addSpecialTokens: false });
+          expect(run.model.tokenize(text, false), text).toEqual(ours);
+          expect(run.model.detokenize(ours as Token[], false), text).toBe(text);
+        }
+        const withSpecials =
+          family === 'gemma3'
+            ? '<start_of_turn>user\n12+30?<end_of_turn>'
+            : family === 'llama3'
+              ? '<|start_header_id|>user<|end_header_id|>\n\n12+30?<|eot_id|>'
+              : '<|im_start|>user\n12+30?<|im_end|>';
+        expect(run.model.tokenize(withSpecials, true)).toEqual(
+          tokenizer.encode(withSpecials, { addSpecialTokens: false }),
+        );
+        expect(run.model.tokens.shouldPrependBosToken).toBe(
+          family === 'llama3' || family === 'gemma3',
+        );
+      } finally {
+        await run.dispose();
+      }
+    },
+  );
 });
