@@ -1,5 +1,11 @@
 import type { Completion, SampleRequest } from '@rlvr/core';
-import type { Checkpoint } from '@rlvr/model';
+import {
+  buildFamilyTokenizer,
+  type Checkpoint,
+  createRandomCheckpoint,
+  createTokenizer,
+  parseModelConfig,
+} from '@rlvr/model';
 import { describe, expect, it } from 'vitest';
 import {
   FAMILY_CONFIGS,
@@ -90,6 +96,63 @@ describe.each(families)('%s on both engines', (family) => {
         }
       } finally {
         await Promise.all(samplers.map((sampler) => sampler.close()));
+      }
+    },
+    TIMEOUT,
+  );
+});
+
+describe('a Llama 3 checkpoint with its tokenizer format and generation_config EOS list', () => {
+  it(
+    'stops at any of the three EOS ids (from generation_config.json, else config.json), chat prompts rendered',
+    async () => {
+      const files = buildFamilyTokenizer({
+        family: 'llama3',
+        corpus: ['What is 12+30? The answer is 42.', 'Think step by step.'],
+        merges: 60,
+        chatTemplate:
+          '{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}',
+      });
+      const tokenizer = createTokenizer(files);
+      const eos = ['<|end_of_text|>', '<|eom_id|>', '<|eot_id|>'].map(
+        (token) => tokenizer.tokenToId(token) as number,
+      );
+      const config = parseModelConfig({
+        ...FAMILY_CONFIGS.llama3,
+        vocab_size: tokenizer.vocabSize,
+      });
+      const random = createRandomCheckpoint(config, { seed: 3, std: 0.3 });
+      for (const source of ['generation_config', 'config'] as const) {
+        const checkpoint =
+          source === 'generation_config'
+            ? { ...random, tokenizer: files, generationConfig: { eos_token_id: eos } }
+            : { ...random, config: { ...random.config, eos_token_id: eos }, tokenizer: files };
+        const sampler = await createOnnxSampler({
+          checkpoint,
+          workers: 0,
+          threads: 1,
+          promptFormat: 'chat',
+        });
+        try {
+          const [group] = await sampler.sample({
+            prompts: ['What is 12+30?'],
+            n: 24,
+            maxNewTokens: 64,
+            temperature: 2,
+            seed: 4,
+          });
+          const stops = (group ?? []).filter((c) => c.finishReason === 'stop');
+          for (const completion of group ?? []) {
+            const at = completion.tokenIds.findIndex((id) => eos.includes(id));
+            const expected =
+              completion.finishReason === 'stop' ? completion.tokenIds.length - 1 : -1;
+            expect(at, source).toBe(expected);
+          }
+          const ends = new Set(stops.map((c) => c.tokenIds[c.tokenIds.length - 1]));
+          expect(ends.size, source).toBeGreaterThanOrEqual(2);
+        } finally {
+          await sampler.close();
+        }
       }
     },
     TIMEOUT,
