@@ -9,6 +9,7 @@ import {
   saveCheckpoint,
   TOKENIZER_FAMILIES,
 } from '@rlvr/model';
+import { TINY_FAMILY_CONFIGS } from '@rlvr/model/test';
 import { describe, expect, it } from 'vitest';
 import { runCli } from './run-cli.js';
 
@@ -29,34 +30,6 @@ async function cli(...argv: string[]): Promise<{ code: number; stdout: string; s
 // A tiny random checkpoint of each family, saved as a Hugging Face folder with a tokenizer in the
 // family's format: the commands that load checkpoints without training (generate, export) run it.
 const root = mkdtempSync(join(tmpdir(), 'rlvr-cli-families-'));
-const SIZES = {
-  hidden_size: 32,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  intermediate_size: 64,
-};
-const CONFIGS = {
-  qwen3: { model_type: 'qwen3', num_hidden_layers: 2, head_dim: 16 },
-  llama3: {
-    model_type: 'llama',
-    num_hidden_layers: 2,
-    rope_scaling: {
-      rope_type: 'llama3',
-      factor: 8,
-      low_freq_factor: 1,
-      high_freq_factor: 4,
-      original_max_position_embeddings: 64,
-    },
-  },
-  smollm3: { model_type: 'smollm3', num_hidden_layers: 4 },
-  gemma3: {
-    model_type: 'gemma3_text',
-    num_hidden_layers: 4,
-    head_dim: 8,
-    sliding_window: 3,
-    sliding_window_pattern: 2,
-  },
-} as const;
 const ARCHITECTURE = { qwen3: 'qwen3', llama3: 'llama', smollm3: 'smollm3', gemma3: 'gemma3' };
 const TEMPLATE =
   '{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}';
@@ -76,8 +49,7 @@ describe('rlvr on a checkpoint of each model family', () => {
     });
     const vocab = tokenizer.json as { added_tokens: { id: number }[]; model: { vocab: object } };
     const config = parseModelConfig({
-      ...SIZES,
-      ...CONFIGS[family],
+      ...TINY_FAMILY_CONFIGS[family],
       vocab_size: Object.keys(vocab.model.vocab).length + vocab.added_tokens.length,
     });
     const model = join(root, family);

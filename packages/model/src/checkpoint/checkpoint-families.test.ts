@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '@rlvr/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GEMMA_3_1B, QWEN3_0_6B, TINY_FAMILIES } from '../config/families.fixtures.js';
 import { parseModelConfig } from '../config/model-config.js';
 import { ModelLoadError } from '../errors/model-load-error.js';
 import { referenceForward } from '../reference/reference-forward.js';
 import { encodeSafetensors } from '../safetensors/safetensors.js';
+import { GEMMA_3_1B, QWEN3_0_6B, TINY_FAMILY_CONFIGS } from '../testing/families.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
 import { createRandomCheckpoint } from './random-init.js';
 import { llamaTensorNames } from './tensor-names.js';
@@ -46,13 +46,13 @@ describe('checkpoints of every family', () => {
 
   it('random init: Gemma norm weights start at 0 (its norms scale by 1 + w), the others at 1', () => {
     const gemma = createRandomCheckpoint(
-      parseModelConfig({ ...TINY_FAMILIES.gemma3, vocab_size: 8 }),
+      parseModelConfig({ ...TINY_FAMILY_CONFIGS.gemma3, vocab_size: 8 }),
       {
         seed: 1,
       },
     );
     const qwen = createRandomCheckpoint(
-      parseModelConfig({ ...TINY_FAMILIES.qwen3, vocab_size: 8 }),
+      parseModelConfig({ ...TINY_FAMILY_CONFIGS.qwen3, vocab_size: 8 }),
       {
         seed: 1,
       },
@@ -64,10 +64,10 @@ describe('checkpoints of every family', () => {
     expect(norm(qwen, 'model.layers.0.self_attn.q_norm.weight')).toBe(1);
   });
 
-  it.each(Object.keys(TINY_FAMILIES) as (keyof typeof TINY_FAMILIES)[])(
+  it.each(Object.keys(TINY_FAMILY_CONFIGS) as (keyof typeof TINY_FAMILY_CONFIGS)[])(
     '%s: save and load round-trip the config and weights (same forward)',
     async (family) => {
-      const config = parseModelConfig({ ...TINY_FAMILIES[family], vocab_size: 12 });
+      const config = parseModelConfig({ ...TINY_FAMILY_CONFIGS[family], vocab_size: 12 });
       const checkpoint = createRandomCheckpoint(config, { seed: 2, perturbStd: 0.1 });
       const target = join(dir, family);
       await saveCheckpoint(target, checkpoint);
@@ -81,7 +81,7 @@ describe('checkpoints of every family', () => {
   );
 
   it('a folder with an unimplemented field fails at load, naming the field (never a silent wrong forward)', async () => {
-    const config = parseModelConfig({ ...TINY_FAMILIES.gemma3, vocab_size: 12 });
+    const config = parseModelConfig({ ...TINY_FAMILY_CONFIGS.gemma3, vocab_size: 12 });
     const checkpoint = createRandomCheckpoint(config, { seed: 3 });
     const target = join(dir, 'softcapped');
     await mkdir(target);

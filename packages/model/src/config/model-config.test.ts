@@ -1,13 +1,13 @@
 import { InvalidArgumentError } from '@rlvr/core';
 import { describe, expect, it } from 'vitest';
-import { modelArchitecture } from './architecture.js';
 import {
   GEMMA_3_1B,
   LLAMA_3_2_1B,
   QWEN3_0_6B,
   SMOLLM3_3B,
-  TINY_FAMILIES,
-} from './families.fixtures.js';
+  TINY_FAMILY_CONFIGS,
+} from '../testing/families.js';
+import { modelArchitecture } from './architecture.js';
 import { countParameters, parseLlamaConfig } from './llama-config.js';
 import { parseModelConfig } from './model-config.js';
 import { ropeInverseFrequencies } from './rope.js';
@@ -144,7 +144,7 @@ describe('parseModelConfig: the real config.json of each family', () => {
   });
 
   it('tiny test configs of every family parse', () => {
-    for (const json of Object.values(TINY_FAMILIES)) {
+    for (const json of Object.values(TINY_FAMILY_CONFIGS)) {
       expect(() => parseModelConfig({ ...json, vocab_size: 40 })).not.toThrow();
     }
   });

@@ -2,8 +2,8 @@ import { InvalidArgumentError } from '@rlvr/core';
 import { describe, expect, it } from 'vitest';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
 import { createRandomCheckpoint } from '../checkpoint/random-init.js';
-import { TINY_FAMILIES } from '../config/families.fixtures.js';
 import { parseModelConfig } from '../config/model-config.js';
+import { TINY_FAMILY_CONFIGS } from '../testing/families.js';
 import { buildCharTokenizer } from '../tokenizer/build-tokenizer.js';
 import { exportGguf } from './export-gguf.js';
 import { parseGguf } from './gguf-reader.js';
@@ -31,7 +31,7 @@ function refused(run: () => unknown): string {
 
 describe('exportGguf: each family under its llama.cpp architecture', () => {
   it('qwen3: q/k norm tensors, no permutation (NEOX), head_dim as key_length', () => {
-    const checkpoint = makeCheckpoint(TINY_FAMILIES.qwen3);
+    const checkpoint = makeCheckpoint(TINY_FAMILY_CONFIGS.qwen3);
     const gguf = parseGguf(exportGguf(checkpoint));
     expect(gguf.metadata['general.architecture']).toBe('qwen3');
     expect(gguf.metadata['qwen3.attention.key_length']).toBe(16);
@@ -44,7 +44,7 @@ describe('exportGguf: each family under its llama.cpp architecture', () => {
   });
 
   it("llama 3.x: rope_freqs.weight holds llama.cpp's per-frequency divisors", () => {
-    const gguf = parseGguf(exportGguf(makeCheckpoint(TINY_FAMILIES.llama3)));
+    const gguf = parseGguf(exportGguf(makeCheckpoint(TINY_FAMILY_CONFIGS.llama3)));
     // θ 10⁴, d 8, original context 64: bands high, medium, low, low (hand-worked)
     const smooth = (64 / (20 * Math.PI) - 1) / 3;
     const expected = [1, 1 / ((1 - smooth) / 8 + smooth), 8, 8];
@@ -54,7 +54,7 @@ describe('exportGguf: each family under its llama.cpp architecture', () => {
   });
 
   it('gemma3: window, pattern and local θ; norms stored as 1 + w; q norm × the attention-scale fold', () => {
-    const checkpoint = makeCheckpoint(TINY_FAMILIES.gemma3);
+    const checkpoint = makeCheckpoint(TINY_FAMILY_CONFIGS.gemma3);
     const gguf = parseGguf(exportGguf(checkpoint));
     expect(gguf.metadata).toMatchObject({
       'general.architecture': 'gemma3',
@@ -80,7 +80,7 @@ describe('exportGguf: each family under its llama.cpp architecture', () => {
   });
 
   it('refuses, naming the field, what the llama.cpp architecture cannot express', () => {
-    const gemma = TINY_FAMILIES.gemma3;
+    const gemma = TINY_FAMILY_CONFIGS.gemma3;
     const irregular = {
       ...gemma,
       layer_types: ['sliding_attention', 'full_attention', 'full_attention', 'sliding_attention'],
@@ -88,22 +88,25 @@ describe('exportGguf: each family under its llama.cpp architecture', () => {
     expect(refused(() => exportGguf(makeCheckpoint(irregular)))).toBe(
       'checkpoint.config.layer_types',
     );
-    const everySecond = { ...TINY_FAMILIES.smollm3, no_rope_layer_interval: 2 };
+    const everySecond = { ...TINY_FAMILY_CONFIGS.smollm3, no_rope_layer_interval: 2 };
     expect(refused(() => exportGguf(makeCheckpoint(everySecond)))).toBe(
       'checkpoint.config.no_rope_layers',
     );
-    const qwenLlama3 = { ...TINY_FAMILIES.qwen3, rope_scaling: TINY_FAMILIES.llama3.rope_scaling };
+    const qwenLlama3 = {
+      ...TINY_FAMILY_CONFIGS.qwen3,
+      rope_scaling: TINY_FAMILY_CONFIGS.llama3.rope_scaling,
+    };
     expect(refused(() => exportGguf(makeCheckpoint(qwenLlama3)))).toBe(
       'checkpoint.config.rope_scaling.rope_type',
     );
   });
 
   it('gemma3 with every layer sliding writes pattern 0; with none, no sliding-window keys', () => {
-    const all = { ...TINY_FAMILIES.gemma3, layer_types: Array(4).fill('sliding_attention') };
+    const all = { ...TINY_FAMILY_CONFIGS.gemma3, layer_types: Array(4).fill('sliding_attention') };
     expect(parseGguf(exportGguf(makeCheckpoint(all))).metadata).toMatchObject({
       'gemma3.attention.sliding_window_pattern': 0,
     });
-    const none = { ...TINY_FAMILIES.gemma3, layer_types: Array(4).fill('full_attention') };
+    const none = { ...TINY_FAMILY_CONFIGS.gemma3, layer_types: Array(4).fill('full_attention') };
     const metadata = parseGguf(exportGguf(makeCheckpoint(none))).metadata;
     expect(metadata['gemma3.attention.sliding_window']).toBeUndefined();
   });

@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
 import { createRandomCheckpoint } from '../checkpoint/random-init.js';
 import type { ModelArchitecture } from '../config/architecture.js';
-import { TINY_FAMILIES } from '../config/families.fixtures.js';
 import { parseModelConfig } from '../config/model-config.js';
 import { ropeInverseFrequencies } from '../config/rope.js';
 import type { ReferenceOptions } from '../reference/reference-forward.js';
+import { TINY_FAMILY_CONFIGS } from '../testing/families.js';
 import { buildCharTokenizer } from '../tokenizer/build-tokenizer.js';
 import { buildFamilyTokenizer, TOKENIZER_FAMILIES } from '../tokenizer/family-tokenizer.js';
 import { createTokenizer } from '../tokenizer/tokenizer.js';
@@ -22,7 +22,7 @@ import {
   referenceLogProbs,
 } from './llama-cpp-harness.js';
 
-// Each family's tiny model (every special rule on: see TINY_FAMILIES) exported to GGUF and run in
+// Each family's tiny model (every special rule on: see TINY_FAMILY_CONFIGS) exported to GGUF and run in
 // llama.cpp (node-llama-cpp's prebuilt CPU binary, F32 KV cache, flash attention off), against the
 // float64 reference: log p of every vocab entry at every position, 14 tokens fed in 9 + 5 (the
 // second call through llama.cpp's KV cache, its sliding-window cache for Gemma's local layers).
@@ -63,7 +63,7 @@ const plainRope =
     );
 
 /** Per family: the rule dropped from the reference (llama.cpp must then disagree). */
-const CONTROLS: Record<keyof typeof TINY_FAMILIES, Record<string, Mutation>> = {
+const CONTROLS: Record<keyof typeof TINY_FAMILY_CONFIGS, Record<string, Mutation>> = {
   qwen3: {
     'no q/k norm': (arch) => layersWith(arch, () => ({ qNorm: null, kNorm: null })),
   },
@@ -94,8 +94,8 @@ const CONTROLS: Record<keyof typeof TINY_FAMILIES, Record<string, Mutation>> = {
   },
 };
 
-function makeCheckpoint(family: keyof typeof TINY_FAMILIES, seed: number): Checkpoint {
-  const config = parseModelConfig({ ...TINY_FAMILIES[family], vocab_size: vocab });
+function makeCheckpoint(family: keyof typeof TINY_FAMILY_CONFIGS, seed: number): Checkpoint {
+  const config = parseModelConfig({ ...TINY_FAMILY_CONFIGS[family], vocab_size: vocab });
   return {
     ...createRandomCheckpoint(config, { seed, std: 0.2, perturbStd: 0.1 }),
     tokenizer: files,
@@ -142,7 +142,7 @@ afterAll(async () => {
 
 describe('GGUF export of each family runs in llama.cpp like the float64 reference', () => {
   for (const [index, family] of (
-    Object.keys(TINY_FAMILIES) as (keyof typeof TINY_FAMILIES)[]
+    Object.keys(TINY_FAMILY_CONFIGS) as (keyof typeof TINY_FAMILY_CONFIGS)[]
   ).entries()) {
     it(`${family}: every position and vocab entry (f32, f16, q8_0), and each dropped rule fails`, async () => {
       const checkpoint = makeCheckpoint(family, 200 + index);
@@ -179,32 +179,32 @@ describe('GGUF export of each family runs in llama.cpp like the float64 referenc
 
   const VARIANTS: Record<string, object> = {
     'gemma3 linear global RoPE ×4, sliding_window_pattern 3 (6 layers)': {
-      ...TINY_FAMILIES.gemma3,
+      ...TINY_FAMILY_CONFIGS.gemma3,
       num_hidden_layers: 6,
       layer_types: undefined,
       sliding_window_pattern: 3,
       rope_scaling: { rope_type: 'linear', factor: 4 },
     },
     "gemma3 62 layers (llama.cpp's 27B attention-scale rule), head_dim 16": {
-      ...TINY_FAMILIES.gemma3,
+      ...TINY_FAMILY_CONFIGS.gemma3,
       num_hidden_layers: 62,
       layer_types: undefined,
       head_dim: 16,
       query_pre_attn_scalar: 20,
     },
     'gemma3 MQA untied': {
-      ...TINY_FAMILIES.gemma3,
+      ...TINY_FAMILY_CONFIGS.gemma3,
       num_key_value_heads: 1,
       tie_word_embeddings: false,
     },
     'qwen3 MQA tied, linear RoPE ×2': {
-      ...TINY_FAMILIES.qwen3,
+      ...TINY_FAMILY_CONFIGS.qwen3,
       num_key_value_heads: 1,
       tie_word_embeddings: true,
       rope_scaling: { rope_type: 'linear', factor: 2 },
     },
     'llama linear RoPE ×2, GQA + attention bias': {
-      ...TINY_FAMILIES.llama3,
+      ...TINY_FAMILY_CONFIGS.llama3,
       rope_scaling: { rope_type: 'linear', factor: 2 },
       attention_bias: true,
     },
@@ -231,7 +231,7 @@ describe('GGUF export of each family runs in llama.cpp like the float64 referenc
   });
 
   it('f32 greedy generations are identical (every family)', async () => {
-    for (const family of Object.keys(TINY_FAMILIES) as (keyof typeof TINY_FAMILIES)[]) {
+    for (const family of Object.keys(TINY_FAMILY_CONFIGS) as (keyof typeof TINY_FAMILY_CONFIGS)[]) {
       const checkpoint = makeCheckpoint(family, 31);
       const run = await openInLlamaCpp(dir, exportGguf(checkpoint), vocab);
       try {
@@ -274,7 +274,7 @@ describe("each family's tokenizer format in llama.cpp (gpt2 + qwen2 / llama-bpe 
       const files = buildFamilyTokenizer({ family, corpus: TOKENIZER_CORPUS, merges: 150 });
       const tokenizer = createTokenizer(files);
       const config = parseModelConfig({
-        ...TINY_FAMILIES[
+        ...TINY_FAMILY_CONFIGS[
           FAMILY_OF_TOKENIZER[family] === 'llama3' ? 'llama3' : FAMILY_OF_TOKENIZER[family]
         ],
         vocab_size: tokenizer.vocabSize,

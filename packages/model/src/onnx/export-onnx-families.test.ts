@@ -2,9 +2,9 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
 import { createRandomCheckpoint } from '../checkpoint/random-init.js';
-import { TINY_FAMILIES } from '../config/families.fixtures.js';
 import { parseModelConfig } from '../config/model-config.js';
 import { defaultPositionIds, referenceForward } from '../reference/reference-forward.js';
+import { TINY_FAMILY_CONFIGS } from '../testing/families.js';
 import { exportOnnx } from './export-onnx.js';
 
 // exportOnnx of each family's tiny model (every special rule on) in onnxruntime against the float64
@@ -22,8 +22,8 @@ const int64 = (rows: number[][]) =>
     (rows[0] as number[]).length,
   ]);
 
-function makeCheckpoint(family: keyof typeof TINY_FAMILIES, seed: number): Checkpoint {
-  const config = parseModelConfig({ ...TINY_FAMILIES[family], vocab_size: VOCAB });
+function makeCheckpoint(family: keyof typeof TINY_FAMILY_CONFIGS, seed: number): Checkpoint {
+  const config = parseModelConfig({ ...TINY_FAMILY_CONFIGS[family], vocab_size: VOCAB });
   return createRandomCheckpoint(config, { seed, std: 0.3, perturbStd: 0.1 });
 }
 
@@ -53,7 +53,7 @@ function differences(
 
 describe('exportOnnx of each family matches the float64 reference', () => {
   for (const [index, family] of (
-    Object.keys(TINY_FAMILIES) as (keyof typeof TINY_FAMILIES)[]
+    Object.keys(TINY_FAMILY_CONFIGS) as (keyof typeof TINY_FAMILY_CONFIGS)[]
   ).entries()) {
     it(`${family}: left-padded batch, then 8 cached decode steps`, async () => {
       const checkpoint = makeCheckpoint(family, 40 + index);

@@ -6,6 +6,7 @@ import {
   parseModelConfig,
   referenceForward,
 } from '@rlvr/model';
+import { TINY_FAMILY_CONFIGS } from '@rlvr/model/test';
 
 export const CHARACTERS = 'abcdefgh \n';
 
@@ -40,52 +41,20 @@ export function referenceLogits(checkpoint: Checkpoint, tokenIds: number[]): Flo
   return tokenIds.map((_, position) => logits.data.slice(position * vocab, (position + 1) * vocab));
 }
 
-/** Sizes shared by the tiny family models. */
-const FAMILY_BASE = {
-  hidden_size: 32,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  intermediate_size: 48,
-  vocab_size: 4 + CHARACTERS.length,
-  max_position_embeddings: 256,
-};
-
 /**
- * Tiny `config.json`s of the families beyond Llama/Qwen2, each rule switched on: Qwen3 (q/k norm,
- * head_dim 16), Llama 3.x (llama3 RoPE scaling, all three bands), Gemma 3 (window 3, local and
- * global layers, (1 + w) norms, GeGLU, query_pre_attn_scalar 12), SmolLM3 (4th layer without RoPE).
+ * The tiny configs of `@rlvr/model/test` (every family rule on: Qwen3 q/k norm, Llama 3.x llama3
+ * scaling, Gemma 3 window 3 with local/global layers, SmolLM3's NoPE layer) with this fixture's
+ * vocabulary.
  */
-export const FAMILY_CONFIGS = {
-  qwen3: { ...FAMILY_BASE, num_hidden_layers: 2, model_type: 'qwen3', head_dim: 16 },
-  llama3: {
-    ...FAMILY_BASE,
-    num_hidden_layers: 2,
-    model_type: 'llama',
-    rope_scaling: {
-      rope_type: 'llama3',
-      factor: 8,
-      low_freq_factor: 1,
-      high_freq_factor: 4,
-      original_max_position_embeddings: 64,
-    },
-  },
-  gemma3: {
-    ...FAMILY_BASE,
-    num_hidden_layers: 4,
-    model_type: 'gemma3_text',
-    head_dim: 8,
-    query_pre_attn_scalar: 12,
-    sliding_window: 3,
-    sliding_window_pattern: 2,
-    rope_theta: 10000,
-    rope_local_base_freq: 100,
-  },
-  smollm3: { ...FAMILY_BASE, num_hidden_layers: 4, model_type: 'smollm3' },
-} as const;
+export const FAMILY_CONFIGS = TINY_FAMILY_CONFIGS;
 
 /** A tiny random model of `family` with the character tokenizer of {@link tinyCheckpoint}. */
 export function tinyFamilyCheckpoint(family: keyof typeof FAMILY_CONFIGS, seed = 1): Checkpoint {
   const { tokenizer } = tinyCheckpoint();
-  const config = parseModelConfig(FAMILY_CONFIGS[family]);
+  const config = parseModelConfig({
+    ...FAMILY_CONFIGS[family],
+    vocab_size: 4 + CHARACTERS.length,
+    max_position_embeddings: 256,
+  });
   return { ...createRandomCheckpoint(config, { seed, std: 0.3, perturbStd: 0.1 }), tokenizer };
 }

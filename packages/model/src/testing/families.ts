@@ -1,7 +1,7 @@
 /**
- * `config.json` of public checkpoints (Hugging Face Hub, transcribed field by field) and tiny
- * configs of each family for fast tests. Test-only.
- * @internal
+ * `config.json` of public checkpoints (Hugging Face Hub, transcribed field by field: shapes for
+ * benches) and tiny configs of each family with every special rule on (for fast tests). Exported as
+ * `@rlvr/model/test`.
  */
 
 export const QWEN3_0_6B = {
@@ -148,7 +148,7 @@ const TINY = {
  * that all three bands occur at these positions), Gemma 3 (window 3 on sliding layers, 4 layers with
  * two global, local θ 100, query_pre_attn_scalar ≠ head_dim), SmolLM3 (4 layers, the 4th without RoPE).
  */
-export const TINY_FAMILIES = {
+export const TINY_FAMILY_CONFIGS = {
   qwen3: { ...TINY, model_type: 'qwen3', head_dim: 16, rope_theta: 1e6 },
   llama3: {
     ...TINY,
