@@ -20,8 +20,9 @@ export type AttentionLayerType = 'full_attention' | 'sliding_attention';
 /**
  * A decoder configuration of any family in {@link MODEL_TYPES}, with Hugging Face's `config.json`
  * field names, resolved by {@link parseModelConfig} (HF's defaults filled in, per family). Every
- * {@link LlamaConfig} is one. The family fields are present exactly where the family has them;
- * write it back with `JSON.stringify` and transformers (4.5x and 5) reads it.
+ * {@link LlamaConfig} is one. The family fields are present exactly where the family has them,
+ * in transformers 4.5x's names (RoPE as `rope_theta` / `rope_scaling` / `rope_local_base_freq`,
+ * which transformers 5 converts to its `rope_parameters`); write it back with `JSON.stringify`.
  *
  * Do not branch on these fields to build a forward pass: {@link modelArchitecture} turns them into
  * the one per-layer description every implementation consumes.
