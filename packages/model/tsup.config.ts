@@ -8,7 +8,7 @@ const { version } = JSON.parse(
 };
 
 export default defineConfig({
-  entry: { index: 'src/index.ts' },
+  entry: { index: 'src/index.ts', test: 'src/testing/index.ts' },
   format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,

@@ -6,6 +6,12 @@ export type { RandomCheckpointOptions } from './checkpoint/random-init.js';
 export { createRandomCheckpoint } from './checkpoint/random-init.js';
 export type { TensorSpec } from './checkpoint/tensor-names.js';
 export { llamaTensorNames, llamaTensorSpecs } from './checkpoint/tensor-names.js';
+export type {
+  LayerArchitecture,
+  LayerRope,
+  ModelArchitecture,
+} from './config/architecture.js';
+export { modelArchitecture } from './config/architecture.js';
 export type { LlamaConfig, LlamaConfigInput, LlamaModelType } from './config/llama-config.js';
 export {
   countParameters,
@@ -13,6 +19,15 @@ export {
   parseLlamaConfig,
   SUPPORTED_MODEL_TYPES,
 } from './config/llama-config.js';
+export type {
+  AttentionLayerType,
+  ModelConfig,
+  ModelConfigInput,
+  ModelType,
+} from './config/model-config.js';
+export { MODEL_TYPES, parseModelConfig } from './config/model-config.js';
+export type { RopeScaling } from './config/rope.js';
+export { ROPE_SCALING_TYPES, ropeInverseFrequencies } from './config/rope.js';
 export { ModelLoadError } from './errors/model-load-error.js';
 export type { ExportGgufOptions, GgufDtype, WriteGgufOptions } from './gguf/export-gguf.js';
 export { exportGguf, writeGgufModel } from './gguf/export-gguf.js';
@@ -85,6 +100,8 @@ export {
 } from './safetensors/safetensors.js';
 export type { BuildTokenizerOptions, SpecialTokens } from './tokenizer/build-tokenizer.js';
 export { buildCharTokenizer, buildWordTokenizer } from './tokenizer/build-tokenizer.js';
+export type { BuildFamilyTokenizerOptions, TokenizerFamily } from './tokenizer/family-tokenizer.js';
+export { buildFamilyTokenizer, TOKENIZER_FAMILIES } from './tokenizer/family-tokenizer.js';
 export type { ChatMessage, ChatTemplateOptions, Tokenizer } from './tokenizer/tokenizer.js';
 export { createTokenizer, loadTokenizer } from './tokenizer/tokenizer.js';
 export { VERSION } from './version.js';

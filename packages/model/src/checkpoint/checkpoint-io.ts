@@ -9,7 +9,7 @@ import {
   validateOneOf,
   validateOptions,
 } from '@rlvr/core';
-import { parseLlamaConfig } from '../config/llama-config.js';
+import { parseModelConfig } from '../config/model-config.js';
 import { ModelLoadError } from '../errors/model-load-error.js';
 import { syncDirectory, writeAll } from '../io/atomic-write.js';
 import { inspectTarget, type Ownership, swapInFolder } from '../io/replace-folder.js';
@@ -311,7 +311,7 @@ export type LoadCheckpointOptions = {
 
 /**
  * Loads a Hugging Face-style checkpoint folder: `config.json` (validated with
- * {@link parseLlamaConfig}), `model.safetensors` or a sharded `model.safetensors.index.json` (F32,
+ * {@link parseModelConfig}: any family of {@link MODEL_TYPES}), `model.safetensors` or a sharded `model.safetensors.index.json` (F32,
  * F16, BF16 → float32), and, when present, `tokenizer.json`, `tokenizer_config.json` and
  * `generation_config.json`. A SmolLM2 or Qwen2.5 folder from the Hugging Face Hub loads as is
  * (a stored `lm_head.weight` of a tied model and rotary `inv_freq` buffers are dropped).
@@ -346,7 +346,7 @@ export async function loadCheckpoint(
   const configJson = await readJsonFile(configPath, true);
   let config: Checkpoint['config'];
   try {
-    config = parseLlamaConfig(configJson);
+    config = parseModelConfig(configJson);
   } catch (error) {
     throw new ModelLoadError({
       path: configPath,

@@ -5,7 +5,7 @@ import {
   NonFiniteError,
   ShapeMismatchError,
 } from '@rlvr/core';
-import { type LlamaConfig, parseLlamaConfig } from '../config/llama-config.js';
+import { type ModelConfig, parseModelConfig } from '../config/model-config.js';
 import { llamaTensorSpecs } from './tensor-names.js';
 
 /** A tokenizer as stored in a checkpoint folder: `tokenizer.json` and `tokenizer_config.json`. */
@@ -22,7 +22,8 @@ export type TokenizerFiles = {
  * and {@link saveCheckpoint} writes; it is plain data (survives `structuredClone`).
  */
 export type Checkpoint = {
-  config: LlamaConfig;
+  /** Any family of {@link MODEL_TYPES} (a {@link LlamaConfig} is one). */
+  config: ModelConfig;
   /** Weights with Hugging Face names (see {@link llamaTensorNames}); order does not matter. */
   tensors: NamedTensor[];
   tokenizer?: TokenizerFiles;
@@ -92,9 +93,9 @@ export function validateCheckpoint(
     });
   }
   const candidate = checkpoint as Partial<Checkpoint>;
-  let config: LlamaConfig;
+  let config: ModelConfig;
   try {
-    config = parseLlamaConfig(candidate.config);
+    config = parseModelConfig(candidate.config);
   } catch (error) {
     if (InvalidArgumentError.isInstance(error)) {
       throw new InvalidArgumentError({

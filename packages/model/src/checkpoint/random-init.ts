@@ -6,7 +6,8 @@ import {
   validateNumber,
   validateOptions,
 } from '@rlvr/core';
-import { type LlamaConfig, parseLlamaConfig } from '../config/llama-config.js';
+import { modelArchitecture } from '../config/architecture.js';
+import { type ModelConfig, parseModelConfig } from '../config/model-config.js';
 import type { Checkpoint } from './checkpoint.js';
 import { llamaTensorSpecs } from './tensor-names.js';
 
@@ -25,8 +26,8 @@ export type RandomCheckpointOptions = {
 
 /**
  * A freshly initialized model: every weight matrix (embedding, projections, `lm_head`) drawn from
- * N(0, std²) with core's seeded generator, RMSNorm weights 1 and biases 0 (Hugging Face's
- * `LlamaPreTrainedModel._init_weights`). Tensors come in {@link llamaTensorSpecs} order; each tensor
+ * N(0, std²) with core's seeded generator, RMSNorm weights 1 (0 for Gemma 3's `(1 + w)` norms)
+ * and biases 0 (Hugging Face's `_init_weights`). Tensors come in {@link llamaTensorSpecs} order; each tensor
  * draws from its own stream (`rng.derive(name)`), so adding a layer does not change the others.
  *
  * @example
@@ -38,11 +39,11 @@ export type RandomCheckpointOptions = {
  * @throws {InvalidArgumentError} `INVALID_ARGUMENT` for an invalid config, seed or std.
  */
 export function createRandomCheckpoint(
-  config: LlamaConfig,
+  config: ModelConfig,
   options: RandomCheckpointOptions,
 ): Checkpoint {
   const functionName = 'createRandomCheckpoint';
-  const parsed = parseLlamaConfig(config);
+  const parsed = parseModelConfig(config);
   const opts = validateOptions<RandomCheckpointOptions>(options, {
     parameter: 'options',
     functionName,
@@ -68,13 +69,15 @@ export function createRandomCheckpoint(
     min: 0,
   });
   const rng = createRng(seed);
+  // Norm weights start at the value that makes the norm an identity scale: 1, or 0 for (1 + w).
+  const normBase = 1 - modelArchitecture(parsed).normOffset;
   const tensors: NamedTensor[] = llamaTensorSpecs(parsed).map(({ name, shape }) => {
     const size = shape.reduce((product, dim) => product * dim, 1);
     const data = new Float32Array(size);
     const stream = rng.derive(name);
     const isNorm = name.endsWith('norm.weight');
     const isBias = name.endsWith('.bias');
-    const base = isNorm ? 1 : 0;
+    const base = isNorm ? normBase : 0;
     const scale = isNorm || isBias ? perturbStd : std;
     if (scale > 0) {
       for (let index = 0; index < size; index++) data[index] = base + scale * stream.nextNormal();

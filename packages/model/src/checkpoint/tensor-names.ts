@@ -1,58 +1,59 @@
-import { type LlamaConfig, llamaBiases } from '../config/llama-config.js';
+import { modelArchitecture } from '../config/architecture.js';
+import type { ModelConfig } from '../config/model-config.js';
 
 /** A tensor's Hugging Face name and row-major shape. */
 export type TensorSpec = { name: string; shape: number[] };
 
 /**
- * The Hugging Face tensor names and shapes of a Llama-family model, in a fixed order (embedding,
- * then each layer, then the final norm and `lm_head` unless tied). Linear weights are stored
- * `[out_features, in_features]` as in PyTorch.
+ * The Hugging Face tensor names and shapes of a model of any family ({@link modelArchitecture}), in
+ * a fixed order (embedding, then each layer, then the final norm and `lm_head` unless tied). Linear
+ * weights are stored `[out_features, in_features]` as in PyTorch; q/k norms are `[head_dim]`.
  *
  * @example
  * ```ts
  * llamaTensorSpecs(config)[1]; // { name: 'model.layers.0.self_attn.q_proj.weight', shape: [64, 64] }
  * ```
  */
-export function llamaTensorSpecs(config: LlamaConfig): TensorSpec[] {
-  const h = config.hidden_size;
-  const qWidth = config.num_attention_heads * config.head_dim;
-  const kvWidth = config.num_key_value_heads * config.head_dim;
-  const m = config.intermediate_size;
-  const biases = llamaBiases(config);
-  const specs: TensorSpec[] = [
-    { name: 'model.embed_tokens.weight', shape: [config.vocab_size, h] },
-  ];
-  for (let layer = 0; layer < config.num_hidden_layers; layer++) {
-    const prefix = `model.layers.${layer}`;
-    specs.push({ name: `${prefix}.self_attn.q_proj.weight`, shape: [qWidth, h] });
-    if (biases.qkv) specs.push({ name: `${prefix}.self_attn.q_proj.bias`, shape: [qWidth] });
-    specs.push({ name: `${prefix}.self_attn.k_proj.weight`, shape: [kvWidth, h] });
-    if (biases.qkv) specs.push({ name: `${prefix}.self_attn.k_proj.bias`, shape: [kvWidth] });
-    specs.push({ name: `${prefix}.self_attn.v_proj.weight`, shape: [kvWidth, h] });
-    if (biases.qkv) specs.push({ name: `${prefix}.self_attn.v_proj.bias`, shape: [kvWidth] });
-    specs.push({ name: `${prefix}.self_attn.o_proj.weight`, shape: [h, qWidth] });
-    if (biases.o) specs.push({ name: `${prefix}.self_attn.o_proj.bias`, shape: [h] });
-    specs.push({ name: `${prefix}.mlp.gate_proj.weight`, shape: [m, h] });
-    specs.push({ name: `${prefix}.mlp.up_proj.weight`, shape: [m, h] });
-    specs.push({ name: `${prefix}.mlp.down_proj.weight`, shape: [h, m] });
-    specs.push({ name: `${prefix}.input_layernorm.weight`, shape: [h] });
-    specs.push({ name: `${prefix}.post_attention_layernorm.weight`, shape: [h] });
+export function llamaTensorSpecs(config: ModelConfig): TensorSpec[] {
+  const arch = modelArchitecture(config);
+  const h = arch.hiddenSize;
+  const qWidth = arch.heads * arch.headDim;
+  const kvWidth = arch.kvHeads * arch.headDim;
+  const m = arch.intermediateSize;
+  const { biases } = arch;
+  const specs: TensorSpec[] = [{ name: arch.embedding, shape: [arch.vocabSize, h] }];
+  for (const layer of arch.layers) {
+    const projection = (name: string, out: number, input: number, bias: boolean) => {
+      specs.push({ name: `${name}.weight`, shape: [out, input] });
+      if (bias) specs.push({ name: `${name}.bias`, shape: [out] });
+    };
+    projection(layer.q, qWidth, h, biases.qkv);
+    projection(layer.k, kvWidth, h, biases.qkv);
+    projection(layer.v, kvWidth, h, biases.qkv);
+    projection(layer.o, h, qWidth, biases.o);
+    if (layer.qNorm) specs.push({ name: layer.qNorm, shape: [arch.headDim] });
+    if (layer.kNorm) specs.push({ name: layer.kNorm, shape: [arch.headDim] });
+    projection(layer.gate, m, h, false);
+    projection(layer.up, m, h, false);
+    projection(layer.down, h, m, false);
+    specs.push({ name: layer.attentionNorm, shape: [h] });
+    if (layer.attentionOutputNorm) specs.push({ name: layer.attentionOutputNorm, shape: [h] });
+    specs.push({ name: layer.mlpNorm, shape: [h] });
+    if (layer.mlpOutputNorm) specs.push({ name: layer.mlpOutputNorm, shape: [h] });
   }
-  specs.push({ name: 'model.norm.weight', shape: [h] });
-  if (!config.tie_word_embeddings) {
-    specs.push({ name: 'lm_head.weight', shape: [config.vocab_size, h] });
-  }
+  specs.push({ name: arch.finalNorm, shape: [h] });
+  if (!arch.tiedEmbeddings) specs.push({ name: arch.lmHead, shape: [arch.vocabSize, h] });
   return specs;
 }
 
 /**
- * The Hugging Face tensor names of a Llama-family model, in {@link llamaTensorSpecs} order.
+ * The Hugging Face tensor names of a model, in {@link llamaTensorSpecs} order.
  *
  * @example
  * ```ts
  * llamaTensorNames(config).includes('model.layers.0.mlp.gate_proj.weight'); // true
  * ```
  */
-export function llamaTensorNames(config: LlamaConfig): string[] {
+export function llamaTensorNames(config: ModelConfig): string[] {
   return llamaTensorSpecs(config).map((spec) => spec.name);
 }

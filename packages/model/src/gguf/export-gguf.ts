@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { InvalidArgumentError, OverwriteRefusedError, validateOptions } from '@rlvr/core';
 import { type Checkpoint, tensorMap, validateCheckpoint } from '../checkpoint/checkpoint.js';
 import { llamaTensorSpecs } from '../checkpoint/tensor-names.js';
-import type { LlamaConfig } from '../config/llama-config.js';
 import { writeAll, writeFileAtomic } from '../io/atomic-write.js';
+import { type GgufTensorPlan, ggufFamilyPlan } from './gguf-architecture.js';
 import { encodeGguf, type GgufEntry, type GgufTensorToWrite } from './gguf-encode.js';
 import { FILE_TYPE, GGUF_DEFAULT_ALIGNMENT, GgmlType, GgufValueType } from './gguf-format.js';
 import { encodeTensorData } from './gguf-tensor-data.js';
@@ -32,31 +32,6 @@ export type WriteGgufOptions = ExportGgufOptions & {
 
 const DTYPES: readonly GgufDtype[] = ['f32', 'f16', 'bf16', 'q8_0'];
 
-/** Hugging Face tensor name → GGUF tensor name (llama.cpp's `tensor_mapping.py`). */
-function ggufName(name: string): string {
-  const layer = /^model\.layers\.(\d+)\.(.+)$/.exec(name);
-  if (!layer) {
-    if (name === 'model.embed_tokens.weight') return 'token_embd.weight';
-    if (name === 'model.norm.weight') return 'output_norm.weight';
-    return 'output.weight'; // lm_head.weight
-  }
-  const parts: Record<string, string> = {
-    'self_attn.q_proj': 'attn_q',
-    'self_attn.k_proj': 'attn_k',
-    'self_attn.v_proj': 'attn_v',
-    'self_attn.o_proj': 'attn_output',
-    'mlp.gate_proj': 'ffn_gate',
-    'mlp.up_proj': 'ffn_up',
-    'mlp.down_proj': 'ffn_down',
-    input_layernorm: 'attn_norm',
-    post_attention_layernorm: 'ffn_norm',
-  };
-  const rest = layer[2] as string;
-  const suffix = rest.endsWith('.bias') ? 'bias' : 'weight';
-  const module = rest.slice(0, rest.length - suffix.length - 1);
-  return `blk.${layer[1]}.${parts[module]}.${suffix}`;
-}
-
 /**
  * llama.cpp's `LlamaModel.permute`: within each head, rows `[half0 | half1]` (Hugging Face rotates
  * halves) become interleaved pairs `(half0[i], half1[i])` (llama.cpp's `llama` rotates adjacent
@@ -82,32 +57,6 @@ export function permuteRotaryRows(
   return out;
 }
 
-function architectureMetadata(config: LlamaConfig, dtype: GgufDtype, name: string) {
-  const arch = config.model_type;
-  const u32 = (value: number): GgufEntry => ({ type: GgufValueType.UINT32, value });
-  const f32 = (value: number): GgufEntry => ({ type: GgufValueType.FLOAT32, value });
-  const entries: [string, GgufEntry][] = [
-    ['general.architecture', { type: GgufValueType.STRING, value: arch }],
-    ['general.name', { type: GgufValueType.STRING, value: name }],
-    ['general.file_type', u32(FILE_TYPE[dtype])],
-    ['general.quantization_version', u32(2)],
-    ['general.alignment', u32(GGUF_DEFAULT_ALIGNMENT)],
-    [`${arch}.vocab_size`, u32(config.vocab_size)],
-    [`${arch}.context_length`, u32(config.max_position_embeddings)],
-    [`${arch}.embedding_length`, u32(config.hidden_size)],
-    [`${arch}.block_count`, u32(config.num_hidden_layers)],
-    [`${arch}.feed_forward_length`, u32(config.intermediate_size)],
-    [`${arch}.attention.head_count`, u32(config.num_attention_heads)],
-    [`${arch}.attention.head_count_kv`, u32(config.num_key_value_heads)],
-    [`${arch}.attention.key_length`, u32(config.head_dim)],
-    [`${arch}.attention.value_length`, u32(config.head_dim)],
-    [`${arch}.rope.dimension_count`, u32(config.head_dim)],
-    [`${arch}.rope.freq_base`, f32(config.rope_theta)],
-    [`${arch}.attention.layer_norm_rms_epsilon`, f32(config.rms_norm_eps)],
-  ];
-  return entries;
-}
-
 /** The ggml type a tensor of `shape` gets under `dtype`. @internal */
 export function tensorType(shape: readonly number[], dtype: GgufDtype): number {
   if (shape.length < 2 || dtype === 'f32') return GgmlType.F32;
@@ -117,51 +66,52 @@ export function tensorType(shape: readonly number[], dtype: GgufDtype): number {
 }
 
 /**
- * Encodes a validated checkpoint as GGUF. `permute: false` skips the q/k row permutation of the
- * `llama` architecture (only to prove, in tests, that it matters). @internal
+ * Encodes a validated checkpoint as GGUF under its family's llama.cpp architecture
+ * ({@link ggufFamilyPlan}). `permute: false` skips the q/k row permutation of the adjacent-pair
+ * architectures (only to prove, in tests, that it matters). @internal
  */
 export function encodeGgufCheckpoint(
   checkpoint: Checkpoint,
   options: { dtype: GgufDtype; name: string; permute: boolean; functionName: string },
 ): Uint8Array {
   const { config } = checkpoint;
-  const metadata = [
-    ...architectureMetadata(config, options.dtype, options.name),
+  const plan = ggufFamilyPlan(config, options);
+  const metadata: [string, GgufEntry][] = [
+    ['general.architecture', { type: GgufValueType.STRING, value: plan.architecture }],
+    ['general.name', { type: GgufValueType.STRING, value: options.name }],
+    ['general.file_type', { type: GgufValueType.UINT32, value: FILE_TYPE[options.dtype] }],
+    ['general.quantization_version', { type: GgufValueType.UINT32, value: 2 }],
+    ['general.alignment', { type: GgufValueType.UINT32, value: GGUF_DEFAULT_ALIGNMENT }],
+    ...plan.metadata,
     ...tokenizerMetadata(checkpoint, options.functionName),
   ];
   const byName = tensorMap(checkpoint.tensors);
-  const permute = options.permute && config.model_type === 'llama';
   const tensors: GgufTensorToWrite[] = llamaTensorSpecs(config).map(({ name, shape }) => {
+    const tensorPlan = plan.tensors.get(name) as GgufTensorPlan;
     let data = (byName.get(name) as { data: Float32Array }).data;
-    const rotary = /self_attn\.(q|k)_proj\./.exec(name);
-    if (permute && rotary) {
-      const heads = rotary[1] === 'q' ? config.num_attention_heads : config.num_key_value_heads;
-      data = permuteRotaryRows(data, heads, config.head_dim, shape[1] ?? 1);
+    const { shift = 0, scale = 1 } = tensorPlan;
+    if (shift !== 0 || scale !== 1)
+      data = Float32Array.from(data, (value) => (value + shift) * scale);
+    if (tensorPlan.permuteHeads !== undefined) {
+      data = permuteRotaryRows(data, tensorPlan.permuteHeads, config.head_dim, shape[1] ?? 1);
     }
     const type = tensorType(shape, options.dtype);
     return {
-      name: ggufName(name),
+      name: tensorPlan.name,
       dims: [...shape].reverse(),
       type,
       bytes: encodeTensorData(data, type),
     };
   });
-  return encodeGguf(metadata, tensors);
-}
-
-/** Rejects configs llama.cpp cannot run under their architecture. */
-function checkSupported(config: LlamaConfig, functionName: string): void {
-  if (
-    config.model_type === 'qwen2' &&
-    config.head_dim * config.num_attention_heads !== config.hidden_size
-  ) {
-    throw new InvalidArgumentError({
-      parameter: 'checkpoint.config.head_dim',
-      functionName,
-      value: config.head_dim,
-      expected: `hidden_size / num_attention_heads (${config.hidden_size / config.num_attention_heads}) for qwen2: llama.cpp's qwen2 architecture has no separate head width`,
+  for (const extra of plan.extra) {
+    tensors.push({
+      name: extra.name,
+      dims: [extra.data.length],
+      type: GgmlType.F32,
+      bytes: encodeTensorData(extra.data, GgmlType.F32),
     });
   }
+  return encodeGguf(metadata, tensors);
 }
 
 function parseExportOptions(
@@ -204,22 +154,25 @@ function parseExportOptions(
 
 /**
  * Encodes a checkpoint as a GGUF v3 file (llama.cpp, Ollama, LM Studio, node-llama-cpp): the
- * `llama` or `qwen2` architecture with its hyperparameters, the weights under llama.cpp's tensor
- * names (q/k rows permuted for `llama`), and the tokenizer as a `gpt2` vocabulary with its chat
- * template and EOS. The checkpoint needs a tokenizer.
+ * family's llama.cpp architecture (`llama`, `qwen2`, `qwen3`, `gemma3`, `smollm3`) with its
+ * hyperparameters (Llama 3's `rope_freqs`, Gemma 3's sliding window, pattern and local θ), the
+ * weights under llama.cpp's tensor names (q/k rows permuted for `llama` / `smollm3`, Gemma's norms
+ * stored as `1 + w`), and the tokenizer as a `gpt2` vocabulary with its chat template and EOS. The
+ * checkpoint needs a tokenizer.
  *
  * @example
  * ```ts
  * const bytes = exportGguf(checkpoint, { dtype: 'q8_0' });
  * ```
- * @throws {InvalidArgumentError} for an invalid checkpoint, a missing or oversized tokenizer, or
- * invalid / unknown options (`UNKNOWN_OPTION`).
+ * @throws {InvalidArgumentError} for an invalid checkpoint, a missing or oversized tokenizer, a
+ * setting llama.cpp's architecture cannot express (naming the config field: e.g. a non-periodic
+ * Gemma `layer_types`, SmolLM3 `no_rope_layers` other than every 4th, `llama3` RoPE scaling outside
+ * `llama`), or invalid / unknown options (`UNKNOWN_OPTION`).
  */
 export function exportGguf(checkpoint: Checkpoint, options?: ExportGgufOptions): Uint8Array {
   const functionName = 'exportGguf';
   const { dtype, name } = parseExportOptions(options, functionName, ['dtype', 'name']);
   const valid = validateCheckpoint(checkpoint, { functionName });
-  checkSupported(valid.config, functionName);
   return encodeGgufCheckpoint(valid, {
     dtype,
     name: name ?? `rlvr ${valid.config.model_type}`,
@@ -261,7 +214,6 @@ export async function writeGgufModel(
     'overwrite',
   ]);
   const valid = validateCheckpoint(checkpoint, { functionName });
-  checkSupported(valid.config, functionName);
   const bytes = encodeGgufCheckpoint(valid, {
     dtype,
     name: name ?? `rlvr ${valid.config.model_type}`,

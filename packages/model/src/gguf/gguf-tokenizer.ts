@@ -1,31 +1,10 @@
 import { InvalidArgumentError } from '@rlvr/core';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
+import { byteLevelText } from '../tokenizer/byte-level.js';
+import { SPLIT_PATTERNS } from '../tokenizer/split-patterns.js';
 import { createTokenizer, type Tokenizer } from '../tokenizer/tokenizer.js';
 import type { GgufEntry } from './gguf-encode.js';
 import { GgufTokenType, GgufValueType } from './gguf-format.js';
-
-/** GPT-2's `bytes_to_unicode`: byte → the printable character byte-level BPE uses for it. */
-const BYTE_TO_UNICODE: string[] = (() => {
-  const printable: number[] = [];
-  for (let byte = 0x21; byte <= 0x7e; byte++) printable.push(byte);
-  for (let byte = 0xa1; byte <= 0xac; byte++) printable.push(byte);
-  for (let byte = 0xae; byte <= 0xff; byte++) printable.push(byte);
-  const table: string[] = new Array(256);
-  let extra = 0;
-  for (let byte = 0; byte < 256; byte++) {
-    table[byte] = String.fromCodePoint(printable.includes(byte) ? byte : 256 + extra++);
-  }
-  return table;
-})();
-
-const encoder = new TextEncoder();
-
-/** The byte-level (GPT-2) spelling of `text`: each UTF-8 byte as one printable character. */
-export function byteLevelText(text: string): string {
-  let out = '';
-  for (const byte of encoder.encode(text)) out += BYTE_TO_UNICODE[byte];
-  return out;
-}
 
 function isByteLevel(json: Record<string, unknown>): boolean {
   const has = (node: unknown): boolean => {
@@ -35,6 +14,60 @@ function isByteLevel(json: Record<string, unknown>): boolean {
     return Array.isArray(item.pretokenizers) && item.pretokenizers.some(has);
   };
   return has(json.pre_tokenizer) || has(json.decoder);
+}
+
+/**
+ * llama.cpp's pre-tokenizer name (`tokenizer.ggml.pre`) for the split regex of a byte-level
+ * `tokenizer.json`: `qwen2` (Qwen2/Qwen3), `llama-bpe` (Llama 3, SmolLM3), else `default`.
+ */
+function preTokenizerName(json: Record<string, unknown>): string {
+  const patterns: string[] = [];
+  const collect = (node: unknown): void => {
+    if (node === null || typeof node !== 'object') return;
+    const item = node as {
+      type?: unknown;
+      pattern?: { Regex?: unknown };
+      pretokenizers?: unknown[];
+    };
+    if (item.type === 'Split' && typeof item.pattern?.Regex === 'string')
+      patterns.push(item.pattern.Regex);
+    if (Array.isArray(item.pretokenizers)) item.pretokenizers.forEach(collect);
+  };
+  collect(json.pre_tokenizer);
+  if (patterns.length !== 1) return 'default';
+  if (patterns[0] === SPLIT_PATTERNS.qwen.hf) return 'qwen2';
+  if (patterns[0] === SPLIT_PATTERNS.llama3.hf) return 'llama-bpe';
+  return 'default';
+}
+
+/** A SentencePiece-style BPE (Gemma): `▁` for spaces and byte fallback to `<0xNN>` tokens. */
+function isSentencePiece(json: Record<string, unknown>): boolean {
+  const model = (json.model ?? {}) as { type?: unknown; byte_fallback?: unknown };
+  const normalizer = json.normalizer as { type?: unknown; content?: unknown } | null | undefined;
+  return (
+    model.type === 'BPE' &&
+    model.byte_fallback === true &&
+    normalizer?.type === 'Replace' &&
+    normalizer.content === '▁'
+  );
+}
+
+/**
+ * Scores of a SentencePiece-style vocabulary for llama.cpp's `llama` (SPM) tokenizer, which merges
+ * the adjacent pair whose joined token scores highest: a merged token scores −(its merge rank + 1),
+ * so merges apply in the order of `tokenizer.json`; other tokens 0.
+ */
+function mergeScores(json: Record<string, unknown>, tokens: readonly string[]): number[] {
+  const model = (json.model ?? {}) as { merges?: unknown[] };
+  const rank = new Map<string, number>();
+  for (const [index, merge] of (model.merges ?? []).entries()) {
+    const joined = Array.isArray(merge) ? merge.join('') : String(merge).replace(' ', '');
+    if (!rank.has(joined)) rank.set(joined, index);
+  }
+  return tokens.map((token) => {
+    const value = rank.get(token);
+    return value === undefined ? 0 : -(value + 1);
+  });
 }
 
 /** Merges of a byte-level BPE `tokenizer.json` as `'left right'` strings. */
@@ -77,7 +110,7 @@ function eosIds(checkpoint: Checkpoint, tokenizerEos: number | undefined): numbe
 function vocabulary(
   tokenizer: Tokenizer,
   json: Record<string, unknown>,
-  byteLevel: boolean,
+  style: 'byte-level' | 'characters' | 'sentencepiece',
   vocabSize: number,
   functionName: string,
 ): { tokens: string[]; types: number[] } {
@@ -98,8 +131,15 @@ function vocabulary(
     } else if (added.has(id)) {
       token = text;
       type = added.get(id)?.special ? GgufTokenType.CONTROL : GgufTokenType.USER_DEFINED;
+    } else if (style === 'sentencepiece') {
+      token = text;
+      type = /^<0x[0-9A-F]{2}>$/.test(text)
+        ? GgufTokenType.BYTE
+        : id === tokenizer.unkTokenId
+          ? GgufTokenType.UNKNOWN
+          : GgufTokenType.NORMAL;
     } else {
-      token = byteLevel ? text : byteLevelText(text);
+      token = style === 'byte-level' ? text : byteLevelText(text);
       type = GgufTokenType.NORMAL;
     }
     const previous = seen.get(token);
@@ -149,19 +189,48 @@ export function tokenizerMetadata(
     });
   }
   const json = files.json as Record<string, unknown>;
-  const byteLevel = isByteLevel(json);
-  const { tokens, types } = vocabulary(tokenizer, json, byteLevel, vocabSize, functionName);
-  const merges = byteLevel ? byteLevelMerges(json) : characterMerges(tokens, types);
+  const style = isSentencePiece(json)
+    ? 'sentencepiece'
+    : isByteLevel(json)
+      ? 'byte-level'
+      : 'characters';
+  const { tokens, types } = vocabulary(tokenizer, json, style, vocabSize, functionName);
   const eos = eosIds(checkpoint, tokenizer.eosTokenId);
   const addsBos =
     tokenizer.bosTokenId !== undefined && tokenizer.encode('')[0] === tokenizer.bosTokenId;
-  const entries: [string, GgufEntry][] = [
-    ['tokenizer.ggml.model', { type: GgufValueType.STRING, value: 'gpt2' }],
-    ['tokenizer.ggml.pre', { type: GgufValueType.STRING, value: 'default' }],
-    ['tokenizer.ggml.tokens', { type: 9, itemType: GgufValueType.STRING, value: tokens }],
-    ['tokenizer.ggml.token_type', { type: 9, itemType: GgufValueType.INT32, value: types }],
-    ['tokenizer.ggml.merges', { type: 9, itemType: GgufValueType.STRING, value: merges }],
-  ];
+  const entries: [string, GgufEntry][] =
+    style === 'sentencepiece'
+      ? [
+          ['tokenizer.ggml.model', { type: GgufValueType.STRING, value: 'llama' }],
+          ['tokenizer.ggml.tokens', { type: 9, itemType: GgufValueType.STRING, value: tokens }],
+          [
+            'tokenizer.ggml.scores',
+            { type: 9, itemType: GgufValueType.FLOAT32, value: mergeScores(json, tokens) },
+          ],
+          ['tokenizer.ggml.token_type', { type: 9, itemType: GgufValueType.INT32, value: types }],
+          ['tokenizer.ggml.add_space_prefix', { type: GgufValueType.BOOL, value: false }],
+        ]
+      : [
+          ['tokenizer.ggml.model', { type: GgufValueType.STRING, value: 'gpt2' }],
+          [
+            'tokenizer.ggml.pre',
+            {
+              type: GgufValueType.STRING,
+              value: style === 'byte-level' ? preTokenizerName(json) : 'default',
+            },
+          ],
+          ['tokenizer.ggml.tokens', { type: 9, itemType: GgufValueType.STRING, value: tokens }],
+          ['tokenizer.ggml.token_type', { type: 9, itemType: GgufValueType.INT32, value: types }],
+          [
+            'tokenizer.ggml.merges',
+            {
+              type: 9,
+              itemType: GgufValueType.STRING,
+              value:
+                style === 'byte-level' ? byteLevelMerges(json) : characterMerges(tokens, types),
+            },
+          ],
+        ];
   const ids: [string, number | undefined][] = [
     ['bos_token_id', tokenizer.bosTokenId ?? checkpoint.config.bos_token_id ?? undefined],
     ['eos_token_id', eos[0]],

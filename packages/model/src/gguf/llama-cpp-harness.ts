@@ -7,7 +7,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { getLlama, type Llama, LlamaLogLevel, type Token } from 'node-llama-cpp';
 import type { Checkpoint } from '../checkpoint/checkpoint.js';
-import { referenceForward } from '../reference/reference-forward.js';
+import { type ReferenceOptions, referenceForwardWith } from '../reference/reference-forward.js';
+import { float16BitsToFloat32, float32ToFloat16Bits } from '../safetensors/float16.js';
 import { type GgufDtype, tensorType } from './export-gguf.js';
 import { decodeTensorData, encodeTensorData } from './gguf-tensor-data.js';
 
@@ -27,8 +28,12 @@ export function loadLlamaCpp(): Promise<Llama> {
 const SAMPLING = { temperature: 1, topK: 0, topP: 1, minP: 0 } as const;
 
 /** Log-probabilities of the next token at every position, float64 reference. */
-export function referenceLogProbs(checkpoint: Checkpoint, ids: number[]): Float64Array[] {
-  const { logits } = referenceForward(checkpoint, { inputIds: [ids] });
+export function referenceLogProbs(
+  checkpoint: Checkpoint,
+  ids: number[],
+  options: ReferenceOptions = {},
+): Float64Array[] {
+  const { logits } = referenceForwardWith(checkpoint, { inputIds: [ids] }, options);
   const vocab = logits.dims[2] as number;
   return ids.map((_, position) => {
     const row = logits.data.subarray(position * vocab, (position + 1) * vocab);
@@ -113,11 +118,16 @@ export async function openInLlamaCpp(
 }
 
 /** Greedy continuation under the float64 reference (full recompute each step; tiny models). */
-export function referenceGreedy(checkpoint: Checkpoint, prompt: number[], steps: number): number[] {
+export function referenceGreedy(
+  checkpoint: Checkpoint,
+  prompt: number[],
+  steps: number,
+  options: ReferenceOptions = {},
+): number[] {
   const ids = [...prompt];
   const out: number[] = [];
   for (let step = 0; step < steps; step++) {
-    const rows = referenceLogProbs(checkpoint, ids);
+    const rows = referenceLogProbs(checkpoint, ids, options);
     const last = rows[rows.length - 1] as Float64Array;
     let best = 0;
     for (let token = 1; token < last.length; token++) {
@@ -154,4 +164,30 @@ export function roundedCheckpoint(checkpoint: Checkpoint, dtype: GgufDtype): Che
     return { ...tensor, data: decodeTensorData(bytes, type, tensor.data.length) as Float32Array };
   });
   return { ...checkpoint, tensors };
+}
+
+const f = Math.fround;
+const GELU_COEF_A = f(0.044715);
+const SQRT_2_OVER_PI = f(0.7978845608028654);
+const geluTable = new Map<number, number>();
+
+/**
+ * llama.cpp's CPU GELU (`ggml_vec_geglu_f32` with `GGML_GELU_FP16`, on by default): the input
+ * rounded to float16, looked up in a table of `gelu_f32` values rounded to float16; 0 below −10,
+ * the identity above 10. The float32 evaluation order of `ggml_gelu_f32` is kept.
+ */
+export function llamaCppGelu(x: number): number {
+  const input = f(x);
+  if (input <= -10) return 0;
+  if (input >= 10) return input;
+  const bits = float32ToFloat16Bits(input);
+  let value = geluTable.get(bits);
+  if (value === undefined) {
+    const h = float16BitsToFloat32(bits);
+    const inner = f(f(SQRT_2_OVER_PI * h) * f(1 + f(f(GELU_COEF_A * h) * h)));
+    const gelu = f(f(0.5 * h) * f(1 + f(Math.tanh(inner))));
+    value = float16BitsToFloat32(float32ToFloat16Bits(gelu));
+    geluTable.set(bits, value);
+  }
+  return value;
 }

@@ -2,7 +2,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError, OverwriteRefusedError, validateOptions } from '@rlvr/core';
 import { type Checkpoint, validateCheckpoint } from '../checkpoint/checkpoint.js';
-import type { LlamaConfig } from '../config/llama-config.js';
+import type { ModelConfig } from '../config/model-config.js';
 import { writeAll, writeFileAtomic } from '../io/atomic-write.js';
 import { VERSION } from '../version.js';
 import { GraphBuilder, OnnxDataType, valueInfo } from './graph-builder.js';
@@ -24,7 +24,7 @@ export const ONNX_OPSET = 17;
 const IR_VERSION = 8;
 
 /** Names of the exported graph's inputs and outputs (Hugging Face Optimum's decoder names). */
-export function onnxIoNames(config: Pick<LlamaConfig, 'num_hidden_layers'>): {
+export function onnxIoNames(config: Pick<ModelConfig, 'num_hidden_layers'>): {
   inputs: string[];
   outputs: string[];
 } {
@@ -48,11 +48,15 @@ export function onnxIoNames(config: Pick<LlamaConfig, 'num_hidden_layers'>): {
  * - outputs `logits` float32 `[batch_size, sequence_length, vocab_size]` and
  *   `present.{i}.key|value` `[batch_size, num_key_value_heads, total_sequence_length, head_dim]`.
  *
- * The graph is plain opset-17 ops: RMSNorm, RoPE (rotate-half, angles from `position_ids`),
- * grouped-query attention without copying keys/values per query head (queries are grouped
- * `[B, kv_heads, group, S, D]` and broadcast against the cache), SwiGLU, and one additive
- * causal + padding bias `[B, 1, 1, S, T]` built once per run (a key is visible when its index ≤
- * past + query index and its mask is 1; masked scores get −1e9, never −∞). Left padding and a KV
+ * The graph is plain opset-17 ops following {@link modelArchitecture} for every family: RMSNorm
+ * (`w` or `1 + w`), q/k norms, RoPE (rotate-half, per-layer tables from `position_ids`, none on
+ * NoPE layers), grouped-query attention without copying keys/values per query head (queries are
+ * grouped `[B, kv_heads, group, S, D]` and broadcast against the cache), SwiGLU or GeGLU, Gemma's
+ * extra norms, and one additive causal + padding bias `[B, 1, 1, S, T]` per distinct window built
+ * once per run (a key is visible when its index ≤ past + query index, its mask is 1 and, on a
+ * sliding layer, past + query index − its index < window; masked scores get −1e9, never −∞). A
+ * sliding layer's cache is the full-length one (masked), so the I/O shapes are those of every
+ * other layer. Left padding and a KV
  * cache are exact: logits match {@link referenceForward} within 1e-4. Weights are embedded in the
  * file (models up to ~2 GiB of float32).
  *
@@ -90,16 +94,24 @@ export function exportOnnx(checkpoint: Checkpoint, options?: ExportOnnxOptions):
   const g = new GraphBuilder();
   const llama = createLlamaLayers(g, { config, tensors }, { projection: 'matmul' });
 
-  // One additive causal + padding bias [B, 1, 1, S, T] and one pair of RoPE tables, for all layers.
-  const attentionBias = llama.attentionBias(g, 'input_ids', 'attention_mask');
-  const [cos, sin] = llama.ropeTables(g, 'position_ids');
+  // One additive causal + padding bias [B, 1, 1, S, T] per distinct window (null: global) and one
+  // pair of RoPE tables per distinct RoPE, shared by the layers that use them.
+  const biases = new Map<number | null, string>();
+  const biasOf = (window: number | null): string => {
+    let bias = biases.get(window);
+    if (bias === undefined) {
+      bias = llama.attentionBias(g, 'input_ids', 'attention_mask', window);
+      biases.set(window, bias);
+    }
+    return bias;
+  };
   const mergedShape = g.int64([0, 0, heads * headDim]);
   const state = llama.decoderLayers(g, llama.embed(g, 'input_ids'), {
-    cos,
-    sin,
+    positionIds: 'position_ids',
     headsShape: (count) => g.int64([0, 0, count, headDim]),
     attend: (layer, query, key, value) => {
-      // present = past + new (Optimum's names); attention over the whole present cache.
+      // present = past + new (Optimum's names); attention over the whole present cache, masked to
+      // the layer's window (a sliding layer keeps the full-length cache: the mask does the work).
       const [presentKey, presentValue] = (['key', 'value'] as const).map(
         (part, index) =>
           g.add(
@@ -115,7 +127,7 @@ export function exportOnnx(checkpoint: Checkpoint, options?: ExportOnnxOptions):
         {
           keys: llama.prepareKeys(g, presentKey),
           values: llama.prepareValues(g, presentValue),
-          bias: attentionBias,
+          bias: biasOf(llama.architecture.layers[layer]?.window ?? null),
         },
       ]);
       return llama.mergeHeads(g, context, mergedShape);

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, ShapeMismatchError, validateOptions } from '@rlvr/core';
 import { type Checkpoint, validateCheckpoint } from '../checkpoint/checkpoint.js';
-import { llamaBiases } from '../config/llama-config.js';
+import { type ModelArchitecture, modelArchitecture } from '../config/architecture.js';
+import { applyRope, geluTanh, linear, rmsNorm, silu } from './reference-ops.js';
 
 /** A dense row-major tensor of float64 values. */
 export type Float64Tensor = { dims: number[]; data: Float64Array };
@@ -100,66 +101,15 @@ function validateIntegerMatrix(
   return value as number[][];
 }
 
-function weight(map: Map<string, Float32Array>, name: string): Float32Array {
-  return map.get(name) as Float32Array;
-}
-
-/** out[i] = sum_j x[j] * w[i * inDim + j] (+ bias[i]): a PyTorch Linear with weight [out, in]. */
-function linear(
-  x: Float64Array,
-  w: Float32Array,
-  bias: Float32Array | undefined,
-  inDim: number,
-  outDim: number,
-): Float64Array {
-  const out = new Float64Array(outDim);
-  for (let i = 0; i < outDim; i++) {
-    let sum = bias ? (bias[i] as number) : 0;
-    const offset = i * inDim;
-    for (let j = 0; j < inDim; j++) sum += (x[j] as number) * (w[offset + j] as number);
-    out[i] = sum;
-  }
-  return out;
-}
-
-function rmsNorm(x: Float64Array, w: Float32Array, eps: number): Float64Array {
-  let sumSquares = 0;
-  for (let i = 0; i < x.length; i++) sumSquares += (x[i] as number) ** 2;
-  const scale = 1 / Math.sqrt(sumSquares / x.length + eps);
-  const out = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) out[i] = (x[i] as number) * scale * (w[i] as number);
-  return out;
-}
-
-/** Rotates each head of `x` (`heads` × `headDim`, in place) by RoPE at `position` (rotate-half). */
-function applyRope(
-  x: Float64Array,
-  heads: number,
-  headDim: number,
-  position: number,
-  theta: number,
-): void {
-  const half = headDim / 2;
-  for (let i = 0; i < half; i++) {
-    const angle = position * theta ** ((-2 * i) / headDim);
-    const cos = Math.cos(angle);
-    const sin = Math.sin(angle);
-    for (let head = 0; head < heads; head++) {
-      const base = head * headDim;
-      const a = x[base + i] as number;
-      const b = x[base + i + half] as number;
-      x[base + i] = a * cos - b * sin;
-      x[base + i + half] = b * cos + a * sin;
-    }
-  }
-}
-
 /**
  * The model's forward pass in plain TypeScript, in float64 (weights promoted exactly from float32):
  * the reference every engine is tested against. Slow (no batching tricks); meant for tiny models in
- * tests. Semantics match the exported ONNX graph: causal attention that counts key positions from
- * the start of the cache, keys at padded positions masked out, RoPE at `positionIds`. A query at a
- * padded position sees no key; its attention output is 0 (its logits are not meaningful).
+ * tests. Every family's rules come from {@link modelArchitecture} (norm offset, q/k norms, Gemma 3's
+ * extra norms, GeGLU, embedding and attention scales, per-layer RoPE and sliding windows).
+ * Semantics match the exported ONNX graph: causal attention that counts key positions from the
+ * start of the cache (a sliding layer sees key `j` from query `i` only if `i − j < window`), keys at
+ * padded positions masked out, RoPE at `positionIds`. A query at a padded position sees no key; its
+ * attention output is 0 (its logits are not meaningful).
  *
  * @example
  * ```ts
@@ -174,6 +124,23 @@ function applyRope(
 export function referenceForward(
   checkpoint: Checkpoint,
   input: ReferenceForwardInput,
+): ReferenceForwardResult {
+  return referenceForwardWith(checkpoint, input, {});
+}
+
+/** Numeric choices of {@link referenceForwardWith} (tests emulate another engine's rounding). @internal */
+export type ReferenceOptions = {
+  /** Replaces the tanh GELU of `gelu_tanh` models (e.g. llama.cpp's fp16 lookup table). */
+  gelu?: (x: number) => number;
+  /** Edits the model's description before the run (negative controls drop one family rule). */
+  architecture?: (architecture: ModelArchitecture) => ModelArchitecture;
+};
+
+/** {@link referenceForward} with {@link ReferenceOptions}. @internal */
+export function referenceForwardWith(
+  checkpoint: Checkpoint,
+  input: ReferenceForwardInput,
+  options: ReferenceOptions,
 ): ReferenceForwardResult {
   const { config, tensors } = validateCheckpoint(checkpoint, { functionName, checkFinite: false });
   const opts = validateOptions<ReferenceForwardInput>(input, {
@@ -202,11 +169,7 @@ export function referenceForward(
   const sequence = (inputIds[0] as number[]).length;
   const layers = config.num_hidden_layers;
   const kvHeads = config.num_key_value_heads;
-  const heads = config.num_attention_heads;
   const headDim = config.head_dim;
-  const hidden = config.hidden_size;
-  const inter = config.intermediate_size;
-  const group = heads / kvHeads;
 
   let past = 0;
   const pastKeyValues = opts.pastKeyValues;
@@ -270,145 +233,207 @@ export function referenceForward(
           'a non-negative position',
         );
 
-  const map = new Map(tensors.map((tensor) => [tensor.name, tensor.data]));
-  const biases = llamaBiases(config);
-  const embed = weight(map, 'model.embed_tokens.weight');
-  const lmHead = config.tie_word_embeddings ? embed : weight(map, 'lm_head.weight');
-  const eps = config.rms_norm_eps;
-  const scale = 1 / Math.sqrt(headDim);
-  const logits = new Float64Array(batch * sequence * vocab);
-  const kvSize = kvHeads * headDim;
-  const present = Array.from({ length: layers }, () => ({
-    key: {
-      dims: [batch, kvHeads, total, headDim],
-      data: new Float64Array(batch * kvHeads * total * headDim),
-    },
-    value: {
-      dims: [batch, kvHeads, total, headDim],
-      data: new Float64Array(batch * kvHeads * total * headDim),
-    },
-  }));
+  return computeForward(
+    { config, tensors },
+    { inputIds, attentionMask, positionIds, past, pastKeyValues },
+    options,
+  );
+}
 
+type Inputs = {
+  inputIds: number[][];
+  attentionMask: number[][];
+  positionIds: number[][];
+  past: number;
+  pastKeyValues: KeyValue[] | undefined;
+};
+
+type Present = ReferenceForwardResult['presentKeyValues'];
+
+/** The forward pass over validated inputs, one row at a time. */
+function computeForward(
+  checkpoint: Checkpoint,
+  inputs: Inputs,
+  options: ReferenceOptions,
+): ReferenceForwardResult {
+  const described = modelArchitecture(checkpoint.config);
+  const arch = options.architecture ? options.architecture(described) : described;
+  const map = new Map(checkpoint.tensors.map((tensor) => [tensor.name, tensor.data]));
+  const weight = (name: string) => map.get(name) as Float32Array;
+  const { inputIds, past } = inputs;
+  const batch = inputIds.length;
+  const sequence = (inputIds[0] as number[]).length;
+  const total = past + sequence;
+  const { kvHeads, headDim, hiddenSize: hidden, vocabSize: vocab } = arch;
+  const cacheSize = batch * kvHeads * total * headDim;
+  const present: Present = arch.layers.map(() => ({
+    key: { dims: [batch, kvHeads, total, headDim], data: new Float64Array(cacheSize) },
+    value: { dims: [batch, kvHeads, total, headDim], data: new Float64Array(cacheSize) },
+  }));
+  const logits = new Float64Array(batch * sequence * vocab);
+  const embed = weight(arch.embedding);
+  const lmHead = weight(arch.lmHead);
+  const finalNorm = weight(arch.finalNorm);
   for (let b = 0; b < batch; b++) {
-    const ids = inputIds[b] as number[];
-    const maskRow = attentionMask[b] as number[];
-    const positions = positionIds[b] as number[];
-    const states = ids.map((id) => {
+    const states = (inputIds[b] as number[]).map((id) => {
       const row = new Float64Array(hidden);
-      for (let i = 0; i < hidden; i++) row[i] = embed[id * hidden + i] as number;
+      for (let i = 0; i < hidden; i++)
+        row[i] = (embed[id * hidden + i] as number) * arch.embeddingScale;
       return row;
     });
-    for (let layer = 0; layer < layers; layer++) {
-      const prefix = `model.layers.${layer}`;
-      const wq = weight(map, `${prefix}.self_attn.q_proj.weight`);
-      const wk = weight(map, `${prefix}.self_attn.k_proj.weight`);
-      const wv = weight(map, `${prefix}.self_attn.v_proj.weight`);
-      const wo = weight(map, `${prefix}.self_attn.o_proj.weight`);
-      const bq = biases.qkv ? weight(map, `${prefix}.self_attn.q_proj.bias`) : undefined;
-      const bk = biases.qkv ? weight(map, `${prefix}.self_attn.k_proj.bias`) : undefined;
-      const bv = biases.qkv ? weight(map, `${prefix}.self_attn.v_proj.bias`) : undefined;
-      const bo = biases.o ? weight(map, `${prefix}.self_attn.o_proj.bias`) : undefined;
-      const { key: presentKey, value: presentValue } = present[layer] as (typeof present)[number];
-      // Copy the cache into the present tensors.
-      if (past > 0) {
-        const pastEntry = (pastKeyValues as KeyValue[])[layer] as KeyValue;
-        for (let head = 0; head < kvHeads; head++) {
-          for (let t = 0; t < past; t++) {
-            const from = ((b * kvHeads + head) * past + t) * headDim;
-            const to = ((b * kvHeads + head) * total + t) * headDim;
-            for (let d = 0; d < headDim; d++) {
-              presentKey.data[to + d] = pastEntry.key.data[from + d] as number;
-              presentValue.data[to + d] = pastEntry.value.data[from + d] as number;
-            }
-          }
-        }
-      }
-      const queries: Float64Array[] = [];
-      for (let s = 0; s < sequence; s++) {
-        const normed = rmsNorm(
-          states[s] as Float64Array,
-          weight(map, `${prefix}.input_layernorm.weight`),
-          eps,
-        );
-        const q = linear(normed, wq, bq, hidden, heads * headDim);
-        const k = linear(normed, wk, bk, hidden, kvSize);
-        const v = linear(normed, wv, bv, hidden, kvSize);
-        applyRope(q, heads, headDim, positions[s] as number, config.rope_theta);
-        applyRope(k, kvHeads, headDim, positions[s] as number, config.rope_theta);
-        queries.push(q);
-        for (let head = 0; head < kvHeads; head++) {
-          const to = ((b * kvHeads + head) * total + past + s) * headDim;
-          for (let d = 0; d < headDim; d++) {
-            presentKey.data[to + d] = k[head * headDim + d] as number;
-            presentValue.data[to + d] = v[head * headDim + d] as number;
-          }
-        }
-      }
-      for (let s = 0; s < sequence; s++) {
-        const q = queries[s] as Float64Array;
-        const attended = new Float64Array(heads * headDim);
-        const queryIndex = past + s;
-        for (let head = 0; head < heads; head++) {
-          const kvHead = Math.floor(head / group);
-          const base = (b * kvHeads + kvHead) * total;
-          const scores: number[] = [];
-          const keys: number[] = [];
-          let max = Number.NEGATIVE_INFINITY;
-          for (let t = 0; t <= queryIndex; t++) {
-            if (maskRow[t] === 0) continue;
-            let dot = 0;
-            const offset = (base + t) * headDim;
-            for (let d = 0; d < headDim; d++) {
-              dot += (q[head * headDim + d] as number) * (presentKey.data[offset + d] as number);
-            }
-            const score = dot * scale;
-            scores.push(score);
-            keys.push(t);
-            if (score > max) max = score;
-          }
-          let denominator = 0;
-          for (let i = 0; i < scores.length; i++) {
-            const weightValue = Math.exp((scores[i] as number) - max);
-            scores[i] = weightValue;
-            denominator += weightValue;
-          }
-          for (let i = 0; i < scores.length; i++) {
-            const p = (scores[i] as number) / denominator;
-            const offset = (base + (keys[i] as number)) * headDim;
-            for (let d = 0; d < headDim; d++) {
-              attended[head * headDim + d] =
-                (attended[head * headDim + d] as number) +
-                p * (presentValue.data[offset + d] as number);
-            }
-          }
-        }
-        const projected = linear(attended, wo, bo, heads * headDim, hidden);
-        const state = states[s] as Float64Array;
-        for (let i = 0; i < hidden; i++) state[i] = (state[i] as number) + (projected[i] as number);
-      }
-      const wGate = weight(map, `${prefix}.mlp.gate_proj.weight`);
-      const wUp = weight(map, `${prefix}.mlp.up_proj.weight`);
-      const wDown = weight(map, `${prefix}.mlp.down_proj.weight`);
-      const postNorm = weight(map, `${prefix}.post_attention_layernorm.weight`);
-      for (let s = 0; s < sequence; s++) {
-        const state = states[s] as Float64Array;
-        const normed = rmsNorm(state, postNorm, eps);
-        const gate = linear(normed, wGate, undefined, hidden, inter);
-        const up = linear(normed, wUp, undefined, hidden, inter);
-        for (let i = 0; i < inter; i++) {
-          const g = gate[i] as number;
-          gate[i] = (g / (1 + Math.exp(-g))) * (up[i] as number);
-        }
-        const down = linear(gate, wDown, undefined, inter, hidden);
-        for (let i = 0; i < hidden; i++) state[i] = (state[i] as number) + (down[i] as number);
-      }
+    for (const layer of arch.layers) {
+      copyPast(inputs, present[layer.index] as Present[number], layer.index, b, kvHeads, headDim);
+      attentionBlock(arch, layer.index, weight, states, inputs, present, b, total);
+      mlpBlock(arch, layer.index, weight, states, options);
     }
-    const finalNorm = weight(map, 'model.norm.weight');
     for (let s = 0; s < sequence; s++) {
-      const normed = rmsNorm(states[s] as Float64Array, finalNorm, eps);
-      const row = linear(normed, lmHead, undefined, hidden, vocab);
-      logits.set(row, (b * sequence + s) * vocab);
+      const normed = rmsNorm(states[s] as Float64Array, finalNorm, arch.normEps, arch.normOffset);
+      logits.set(linear(normed, lmHead, undefined, hidden, vocab), (b * sequence + s) * vocab);
     }
   }
   return { logits: { dims: [batch, sequence, vocab], data: logits }, presentKeyValues: present };
+}
+
+/** Copies row `b`'s cached keys and values of one layer into the present tensors. */
+function copyPast(
+  inputs: Inputs,
+  target: Present[number],
+  layer: number,
+  b: number,
+  kvHeads: number,
+  headDim: number,
+): void {
+  const { past } = inputs;
+  if (past === 0) return;
+  const entry = (inputs.pastKeyValues as KeyValue[])[layer] as KeyValue;
+  const total = target.key.dims[2] as number;
+  for (let head = 0; head < kvHeads; head++) {
+    for (let t = 0; t < past; t++) {
+      const from = ((b * kvHeads + head) * past + t) * headDim;
+      const to = ((b * kvHeads + head) * total + t) * headDim;
+      for (let d = 0; d < headDim; d++) {
+        target.key.data[to + d] = entry.key.data[from + d] as number;
+        target.value.data[to + d] = entry.value.data[from + d] as number;
+      }
+    }
+  }
+}
+
+/** Norm, q/k/v (+ q/k norm, RoPE), attention with the layer's window, o_proj (+ norm), residual. */
+function attentionBlock(
+  arch: ModelArchitecture,
+  index: number,
+  weight: (name: string) => Float32Array,
+  states: Float64Array[],
+  inputs: Inputs,
+  present: Present,
+  b: number,
+  total: number,
+): void {
+  const layer = arch.layers[index] as ModelArchitecture['layers'][number];
+  const { heads, kvHeads, headDim, hiddenSize: hidden, normEps: eps, normOffset: offset } = arch;
+  const { qkv, o } = arch.biases;
+  const bias = (name: string, has: boolean) => (has ? weight(`${name}.bias`) : undefined);
+  const { key: presentKey, value: presentValue } = present[index] as Present[number];
+  const maskRow = inputs.attentionMask[b] as number[];
+  const positions = inputs.positionIds[b] as number[];
+  const kvSize = kvHeads * headDim;
+  const queries = states.map((state, s) => {
+    const normed = rmsNorm(state, weight(layer.attentionNorm), eps, offset);
+    let q = linear(
+      normed,
+      weight(`${layer.q}.weight`),
+      bias(layer.q, qkv),
+      hidden,
+      heads * headDim,
+    );
+    let k = linear(normed, weight(`${layer.k}.weight`), bias(layer.k, qkv), hidden, kvSize);
+    const v = linear(normed, weight(`${layer.v}.weight`), bias(layer.v, qkv), hidden, kvSize);
+    if (layer.qNorm) q = rmsNorm(q, weight(layer.qNorm), eps, offset);
+    if (layer.kNorm) k = rmsNorm(k, weight(layer.kNorm), eps, offset);
+    if (layer.rope.kind === 'rotary') {
+      applyRope(q, heads, headDim, positions[s] as number, layer.rope.inverseFrequencies);
+      applyRope(k, kvHeads, headDim, positions[s] as number, layer.rope.inverseFrequencies);
+    }
+    for (let head = 0; head < kvHeads; head++) {
+      const to = ((b * kvHeads + head) * total + inputs.past + s) * headDim;
+      for (let d = 0; d < headDim; d++) {
+        presentKey.data[to + d] = k[head * headDim + d] as number;
+        presentValue.data[to + d] = v[head * headDim + d] as number;
+      }
+    }
+    return q;
+  });
+  const group = heads / kvHeads;
+  for (const [s, q] of queries.entries()) {
+    const attended = new Float64Array(heads * headDim);
+    const queryIndex = inputs.past + s;
+    const first = layer.window === null ? 0 : Math.max(0, queryIndex - layer.window + 1);
+    for (let head = 0; head < heads; head++) {
+      const base = (b * kvHeads + Math.floor(head / group)) * total;
+      const scores: number[] = [];
+      const keys: number[] = [];
+      let max = Number.NEGATIVE_INFINITY;
+      for (let t = first; t <= queryIndex; t++) {
+        if (maskRow[t] === 0) continue;
+        let dot = 0;
+        const offsetKey = (base + t) * headDim;
+        for (let d = 0; d < headDim; d++) {
+          dot += (q[head * headDim + d] as number) * (presentKey.data[offsetKey + d] as number);
+        }
+        const score = dot * arch.attentionScale;
+        scores.push(score);
+        keys.push(t);
+        if (score > max) max = score;
+      }
+      let denominator = 0;
+      for (let i = 0; i < scores.length; i++) {
+        scores[i] = Math.exp((scores[i] as number) - max);
+        denominator += scores[i] as number;
+      }
+      for (let i = 0; i < scores.length; i++) {
+        const p = (scores[i] as number) / denominator;
+        const offsetValue = (base + (keys[i] as number)) * headDim;
+        for (let d = 0; d < headDim; d++) {
+          attended[head * headDim + d] =
+            (attended[head * headDim + d] as number) +
+            p * (presentValue.data[offsetValue + d] as number);
+        }
+      }
+    }
+    let projected = linear(
+      attended,
+      weight(`${layer.o}.weight`),
+      bias(layer.o, o),
+      heads * headDim,
+      hidden,
+    );
+    if (layer.attentionOutputNorm) {
+      projected = rmsNorm(projected, weight(layer.attentionOutputNorm), eps, offset);
+    }
+    const state = states[s] as Float64Array;
+    for (let i = 0; i < hidden; i++) state[i] = (state[i] as number) + (projected[i] as number);
+  }
+}
+
+/** Norm, gated MLP (SwiGLU or GeGLU) (+ output norm), residual. */
+function mlpBlock(
+  arch: ModelArchitecture,
+  index: number,
+  weight: (name: string) => Float32Array,
+  states: Float64Array[],
+  options: ReferenceOptions,
+): void {
+  const layer = arch.layers[index] as ModelArchitecture['layers'][number];
+  const { hiddenSize: hidden, intermediateSize: inter, normEps: eps, normOffset: offset } = arch;
+  const activation = arch.activation === 'silu' ? silu : (options.gelu ?? geluTanh);
+  for (const state of states) {
+    const normed = rmsNorm(state, weight(layer.mlpNorm), eps, offset);
+    const gate = linear(normed, weight(`${layer.gate}.weight`), undefined, hidden, inter);
+    const up = linear(normed, weight(`${layer.up}.weight`), undefined, hidden, inter);
+    for (let i = 0; i < inter; i++) gate[i] = activation(gate[i] as number) * (up[i] as number);
+    let down = linear(gate, weight(`${layer.down}.weight`), undefined, inter, hidden);
+    if (layer.mlpOutputNorm) down = rmsNorm(down, weight(layer.mlpOutputNorm), eps, offset);
+    for (let i = 0; i < hidden; i++) state[i] = (state[i] as number) + (down[i] as number);
+  }
 }

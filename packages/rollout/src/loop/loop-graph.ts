@@ -3,9 +3,9 @@ import {
   createLlamaLayers,
   OnnxDataType as DataType,
   GraphBuilder,
-  type LlamaConfig,
   type LlamaLayers,
   MASK_VALUE,
+  type ModelConfig,
   type OnnxGraph,
   type OnnxValueInfo,
   validateCheckpoint,
@@ -13,6 +13,7 @@ import {
 } from '@rlvr/model';
 import { emitSample, type Sampling } from './loop-sampling.js';
 import { emitTopLogprobColumns, emitTopLogprobs } from './loop-top-logprobs.js';
+import { windowBiases } from './loop-window.js';
 
 /** ONNX opset of the loop graph (plain ai.onnx ops only). @internal */
 export const LOOP_OPSET = 17;
@@ -59,7 +60,7 @@ export const LOOP_IO = {
 type LoopContext = {
   g: GraphBuilder;
   llama: LlamaLayers;
-  config: LlamaConfig;
+  config: ModelConfig;
   mergedShape: string;
   /** Reshape targets `[B, S, count, D]` for `[B·S, count·D]` rows, from `batchBySeq` `[B, S]`. */
   headsShapes: (b: GraphBuilder, batchBySeq: string) => (count: number) => string;
@@ -107,14 +108,21 @@ function emitFirstStep(context: LoopContext): FirstStep {
   const hidden = context.config.hidden_size;
   const idsShape = g.op('Shape', [io.inputIds]);
   const embedded = g.op('Reshape', [llama.embed(g, io.inputIds), g.int64([-1, hidden])]);
-  const [cos, sin] = llama.ropeTables(g, io.positionIds);
   const seqLength = g.op('Gather', [idsShape, g.int64([1])], { axis: 0 });
-  const bias = llama.attentionBias(g, io.inputIds, io.attentionMask); // [P,1,1,S,T]
+  // one causal + padding bias [P,1,1,S,T] per distinct window (null: global layers)
+  const biases = new Map<number | null, string>();
+  const biasOf = (window: number | null) => {
+    let bias = biases.get(window);
+    if (bias === undefined) {
+      bias = llama.attentionBias(g, io.inputIds, io.attentionMask, window);
+      biases.set(window, bias);
+    }
+    return bias;
+  };
   const maskBool = g.op('Cast', [io.attentionMask], { to: DataType.BOOL });
   const presents: [string, string][] = [];
   const state = llama.decoderLayers(g, embedded, {
-    cos,
-    sin,
+    positionIds: io.positionIds,
     headsShape: context.headsShapes(g, idsShape),
     attend: (layer, q, k, v) => {
       const presentK = g.op('Concat', [LOOP_IO.past(layer, 'key'), k], { axis: 2 });
@@ -122,6 +130,7 @@ function emitFirstStep(context: LoopContext): FirstStep {
       presents.push([presentK, presentV]);
       const keys = llama.prepareKeys(g, presentK);
       const values = llama.prepareValues(g, presentV);
+      const bias = biasOf(llama.architecture.layers[layer]?.window ?? null);
       return llama.mergeHeads(g, llama.attention(g, q, [{ keys, values, bias }]), mergedShape);
     },
   });
@@ -190,22 +199,27 @@ function emitLoopBody(context: LoopContext, first: FirstStep): OnnxGraph {
   const rowCount = body.op('Gather', [body.op('Shape', [tokenIn]), g.int64([0])], { axis: 0 });
   const rowBySeq = body.op('Concat', [rowCount, g.int64([1])], { axis: 0 }); // [R, 1]
   const embedded = body.op('Reshape', [llama.embed(body, tokenIn), g.int64([-1, hidden])]);
-  const [cos, sin] = llama.ropeTables(body, positionIn);
   const pastLength = body.op('Gather', [body.op('Shape', [first.rowMask]), g.int64([1])], {
     axis: 0,
   });
+  const windows = windowBiases(context.g, body, first.rowMask, pastBias, iteration);
   const recentOut: string[][] = [];
   const state = llama.decoderLayers(body, embedded, {
-    cos,
-    sin,
+    positionIds: positionIn,
     headsShape: context.headsShapes(body, rowBySeq),
     attend: (layer, q, k, v) => {
       const recentK = body.op('Concat', [recentIn[layer]![0]!, k], { axis: 2 });
       const recentV = body.op('Concat', [recentIn[layer]![1]!, v], { axis: 2 });
       recentOut.push([recentK, recentV]);
+      const window = llama.architecture.layers[layer]?.window ?? null;
+      const [past, recent] = window === null ? [pastBias, undefined] : windows(window);
       const blocks = [
-        { keys: pastKeys[layer]!, values: pastValues[layer]!, bias: pastBias },
-        { keys: llama.prepareKeys(body, recentK), values: llama.prepareValues(body, recentV) },
+        { keys: pastKeys[layer]!, values: pastValues[layer]!, bias: past },
+        {
+          keys: llama.prepareKeys(body, recentK),
+          values: llama.prepareValues(body, recentV),
+          ...(recent === undefined ? {} : { bias: recent }),
+        },
       ] as const;
       return llama.mergeHeads(body, llama.attention(body, q, [...blocks], pastLength), mergedShape);
     },
@@ -300,7 +314,7 @@ function emitLoopAndOutputs(context: LoopContext, first: FirstStep, bodyGraph: O
 }
 
 /** The loop graph's inputs and outputs. */
-function loopGraphIo(config: LlamaConfig): { input: OnnxValueInfo[]; output: OnnxValueInfo[] } {
+function loopGraphIo(config: ModelConfig): { input: OnnxValueInfo[]; output: OnnxValueInfo[] } {
   const { num_key_value_heads: kvHeads, head_dim: headDim } = config;
   const scalar = (name: string, type: number) => valueInfo(name, type, []);
   const input = [

@@ -269,7 +269,11 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
     return { ...toShared(bytes, workers), weights: bound.bound, store: bound };
   };
   const tokenizer = tokenizerFiles ? await createRolloutTokenizer(tokenizerFiles) : undefined;
-  const fromConfig = eosFromGenerationConfig(checkpoint?.generationConfig);
+  // Hugging Face's order: generation_config.json, else config.json (Llama 3 lists several), else
+  // the tokenizer's eos_token.
+  const fromGeneration = eosFromGenerationConfig(checkpoint?.generationConfig);
+  const fromConfig =
+    fromGeneration.length > 0 ? fromGeneration : eosFromGenerationConfig(checkpoint?.config);
   const eosTokenIds =
     resolved.eosTokenIds ?? (fromConfig.length > 0 ? fromConfig : (tokenizer?.eosTokenIds ?? []));
   let model: ModelSource = { path: resolved.onnxPath! };

@@ -29,7 +29,10 @@ export type OnnxSamplerOptions = {
   threads?: number;
   /** Worker threads, each with its own session (default 1); 0 runs on the calling thread. */
   workers?: number;
-  /** EOS token ids (default: `generation_config.json`'s `eos_token_id`, else the tokenizer's `eos_token`). */
+  /**
+   * EOS token ids (default, as in Hugging Face: `generation_config.json`'s `eos_token_id`, else
+   * `config.json`'s, else the tokenizer's `eos_token`; each may be a list, e.g. Llama 3's three).
+   */
   eosTokenIds?: number[];
   /** Name reported as `Sampler.modelId` (default `onnx:<onnxPath>` or `onnx:checkpoint`). */
   modelId?: string;

@@ -3,8 +3,10 @@ import {
   type Checkpoint,
   createRandomCheckpoint,
   parseLlamaConfig,
+  parseModelConfig,
   referenceForward,
 } from '@rlvr/model';
+import { TINY_FAMILY_CONFIGS } from '@rlvr/model/test';
 
 export const CHARACTERS = 'abcdefgh \n';
 
@@ -37,4 +39,22 @@ export function referenceLogits(checkpoint: Checkpoint, tokenIds: number[]): Flo
   const { logits } = referenceForward(checkpoint, { inputIds: [tokenIds] });
   const vocab = logits.dims[2]!;
   return tokenIds.map((_, position) => logits.data.slice(position * vocab, (position + 1) * vocab));
+}
+
+/**
+ * The tiny configs of `@rlvr/model/test` (every family rule on: Qwen3 q/k norm, Llama 3.x llama3
+ * scaling, Gemma 3 window 3 with local/global layers, SmolLM3's NoPE layer) with this fixture's
+ * vocabulary.
+ */
+export const FAMILY_CONFIGS = TINY_FAMILY_CONFIGS;
+
+/** A tiny random model of `family` with the character tokenizer of {@link tinyCheckpoint}. */
+export function tinyFamilyCheckpoint(family: keyof typeof FAMILY_CONFIGS, seed = 1): Checkpoint {
+  const { tokenizer } = tinyCheckpoint();
+  const config = parseModelConfig({
+    ...FAMILY_CONFIGS[family],
+    vocab_size: 4 + CHARACTERS.length,
+    max_position_embeddings: 256,
+  });
+  return { ...createRandomCheckpoint(config, { seed, std: 0.3, perturbStd: 0.1 }), tokenizer };
 }

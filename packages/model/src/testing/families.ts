@@ -1,0 +1,182 @@
+/**
+ * `config.json` of public checkpoints (Hugging Face Hub, transcribed field by field: shapes for
+ * benches) and tiny configs of each family with every special rule on (for fast tests). Exported as
+ * `@rlvr/model/test`.
+ */
+
+export const QWEN3_0_6B = {
+  architectures: ['Qwen3ForCausalLM'],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  head_dim: 128,
+  hidden_act: 'silu',
+  hidden_size: 1024,
+  initializer_range: 0.02,
+  intermediate_size: 3072,
+  max_position_embeddings: 40960,
+  max_window_layers: 28,
+  model_type: 'qwen3',
+  num_attention_heads: 16,
+  num_hidden_layers: 28,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-6,
+  rope_scaling: null,
+  rope_theta: 1000000,
+  sliding_window: null,
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+  transformers_version: '4.51.0',
+  use_cache: true,
+  use_sliding_window: false,
+  vocab_size: 151936,
+};
+
+export const LLAMA_3_2_1B = {
+  architectures: ['LlamaForCausalLM'],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 128000,
+  eos_token_id: [128001, 128008, 128009],
+  head_dim: 64,
+  hidden_act: 'silu',
+  hidden_size: 2048,
+  initializer_range: 0.02,
+  intermediate_size: 8192,
+  max_position_embeddings: 131072,
+  mlp_bias: false,
+  model_type: 'llama',
+  num_attention_heads: 32,
+  num_hidden_layers: 16,
+  num_key_value_heads: 8,
+  pretraining_tp: 1,
+  rms_norm_eps: 1e-5,
+  rope_scaling: {
+    factor: 32.0,
+    high_freq_factor: 4.0,
+    low_freq_factor: 1.0,
+    original_max_position_embeddings: 8192,
+    rope_type: 'llama3',
+  },
+  rope_theta: 500000.0,
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+  transformers_version: '4.45.0.dev0',
+  use_cache: true,
+  vocab_size: 128256,
+};
+
+export const GEMMA_3_1B = {
+  architectures: ['Gemma3ForCausalLM'],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  attn_logit_softcapping: null,
+  bos_token_id: 2,
+  cache_implementation: 'hybrid',
+  eos_token_id: [1, 106],
+  final_logit_softcapping: null,
+  head_dim: 256,
+  hidden_activation: 'gelu_pytorch_tanh',
+  hidden_size: 1152,
+  initializer_range: 0.02,
+  intermediate_size: 6912,
+  max_position_embeddings: 32768,
+  model_type: 'gemma3_text',
+  num_attention_heads: 4,
+  num_hidden_layers: 26,
+  num_key_value_heads: 1,
+  pad_token_id: 0,
+  query_pre_attn_scalar: 256,
+  rms_norm_eps: 1e-6,
+  rope_local_base_freq: 10000,
+  rope_scaling: null,
+  rope_theta: 1000000,
+  sliding_window: 512,
+  sliding_window_pattern: 6,
+  torch_dtype: 'bfloat16',
+  transformers_version: '4.50.0.dev0',
+  use_cache: true,
+  vocab_size: 262144,
+};
+
+export const SMOLLM3_3B = {
+  architectures: ['SmolLM3ForCausalLM'],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: null,
+  eos_token_id: 128012,
+  hidden_act: 'silu',
+  hidden_size: 2048,
+  initializer_range: 0.02,
+  intermediate_size: 11008,
+  max_position_embeddings: 65536,
+  max_window_layers: 28,
+  mlp_bias: false,
+  model_type: 'smollm3',
+  no_rope_layer_interval: 4,
+  no_rope_layers: Array.from({ length: 36 }, (_, index) => ((index + 1) % 4 === 0 ? 0 : 1)),
+  num_attention_heads: 16,
+  num_hidden_layers: 36,
+  num_key_value_heads: 4,
+  pad_token_id: 128004,
+  pretraining_tp: 2,
+  rms_norm_eps: 1e-6,
+  rope_scaling: null,
+  rope_theta: 5000000.0,
+  sliding_window: null,
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+  transformers_version: '4.53.0.dev0',
+  use_cache: false,
+  use_sliding_window: false,
+  vocab_size: 128256,
+};
+
+/** Sizes shared by the tiny test models (hidden 32, 2 layers unless a family needs more). */
+const TINY = {
+  hidden_size: 32,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  intermediate_size: 64,
+};
+
+/**
+ * Tiny configs of each family with every special rule switched on in a few layers: Qwen3 (q/k
+ * norm, head_dim ≠ hidden/heads), Llama 3.x (llama3 RoPE scaling with a short original context so
+ * that all three bands occur at these positions), Gemma 3 (window 3 on sliding layers, 4 layers with
+ * two global, local θ 100, query_pre_attn_scalar ≠ head_dim), SmolLM3 (4 layers, the 4th without RoPE).
+ */
+export const TINY_FAMILY_CONFIGS = {
+  qwen3: { ...TINY, model_type: 'qwen3', head_dim: 16, rope_theta: 1e6 },
+  llama3: {
+    ...TINY,
+    model_type: 'llama',
+    rope_theta: 10000,
+    rope_scaling: {
+      rope_type: 'llama3',
+      factor: 8,
+      low_freq_factor: 1,
+      high_freq_factor: 4,
+      original_max_position_embeddings: 64,
+    },
+  },
+  gemma3: {
+    ...TINY,
+    num_hidden_layers: 4,
+    model_type: 'gemma3_text',
+    head_dim: 8,
+    query_pre_attn_scalar: 12,
+    sliding_window: 3,
+    layer_types: ['sliding_attention', 'full_attention', 'sliding_attention', 'full_attention'],
+    rope_theta: 10000,
+    rope_local_base_freq: 100,
+  },
+  smollm3: {
+    ...TINY,
+    num_hidden_layers: 4,
+    model_type: 'smollm3',
+    rope_theta: 2e6,
+  },
+} as const;
