@@ -192,8 +192,8 @@ export function prepareInput(
  * non-zero segment), −1e9 elsewhere; a padding query attends to itself so its row stays finite.
  * @internal
  */
-export function attentionBias(input: PreparedInput): Float32Array {
-  const { batchSize, seqLen, segments } = input;
+export function attentionBias(input: PreparedInput, window: number | null = null): Float32Array {
+  const { batchSize, seqLen, segments, positions } = input;
   const bias = new Float32Array(batchSize * seqLen * seqLen).fill(-1e9);
   for (let row = 0; row < batchSize; row++) {
     const base = row * seqLen;
@@ -205,7 +205,11 @@ export function attentionBias(input: PreparedInput): Float32Array {
         continue;
       }
       for (let key = 0; key <= query; key++) {
-        if (segments[base + key] === segment) bias[offset + key] = 0;
+        if (segments[base + key] !== segment) continue;
+        // a sliding-window layer sees key j from query i only if i − j < window (positions)
+        if (window !== null && positions[base + query]! - positions[base + key]! >= window)
+          continue;
+        bias[offset + key] = 0;
       }
     }
   }

@@ -11,6 +11,26 @@ export function ropeTables(
   const half = headDim / 2;
   const inverse = new Float64Array(half);
   for (let index = 0; index < half; index++) inverse[index] = theta ** (-(2 * index) / headDim);
+  return ropeTablesOf(positions, headDim, inverse);
+}
+
+/**
+ * {@link ropeTables} from given inverse frequencies (`head_dim / 2` of them, float64: a family's
+ * scaled RoPE, from @rlvr/model's `modelArchitecture`); `null`: no positional encoding (cos 1,
+ * sin 0: the rotation is the identity, exactly). @internal
+ */
+export function ropeTablesOf(
+  positions: Int32Array,
+  headDim: number,
+  inverse: ArrayLike<number> | null,
+): { cos: Float32Array; sin: Float32Array } {
+  const half = headDim / 2;
+  if (inverse === null) {
+    return {
+      cos: new Float32Array(positions.length * headDim).fill(1),
+      sin: new Float32Array(positions.length * headDim),
+    };
+  }
   const cos = new Float32Array(positions.length * headDim);
   const sin = new Float32Array(positions.length * headDim);
   for (let token = 0; token < positions.length; token++) {

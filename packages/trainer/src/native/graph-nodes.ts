@@ -7,8 +7,13 @@
  */
 import { GraphBuilder, type OnnxAttributeValue } from '@rlvr/model';
 
-/** Head layout of the attention. @internal */
-export type HeadShape = { heads: number; kvHeads: number; headDim: number };
+/** Head layout of the attention (and the score scale: default 1 / √head_dim). @internal */
+export type HeadShape = {
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  attentionScale?: number;
+};
 
 /** An RMSNorm's saved values: `h = xhat · w`, `xhat = x · r`, `r = 1 / √(mean(x²) + ε)`. */
 export type NormValues = { h: string; xhat: string; r: string };
@@ -24,17 +29,22 @@ export class GraphNodes {
   readonly group: number;
   private btValue: string | undefined;
   private scaleValue: string | undefined;
+  private readonly attentionScale: number;
 
   constructor(shape: HeadShape) {
     this.heads = shape.heads;
     this.kvHeads = shape.kvHeads;
     this.hd = shape.headDim;
     this.group = this.heads / this.kvHeads;
+    this.attentionScale = shape.attentionScale ?? 1 / Math.sqrt(this.hd);
   }
 
-  /** 1 / √head_dim (a constant added on first use: an unused one makes onnxruntime warn). */
+  /**
+   * The attention score scale (1 / √head_dim, or the family's; a constant added on first use: an
+   * unused one makes onnxruntime warn).
+   */
   get scale(): string {
-    this.scaleValue ??= this.g.float([1 / Math.sqrt(this.hd)]);
+    this.scaleValue ??= this.g.float([this.attentionScale]);
     return this.scaleValue;
   }
 
@@ -106,25 +116,78 @@ export class GraphNodes {
   kvTokens(x: string): string {
     return this.reshape(this.transpose(x, [0, 2, 1, 3]), [-1, this.kvHeads * this.hd]);
   }
-  rmsNorm(x: string, w: string, eps: number): NormValues {
+  /** The norm's effective weight: `w`, or `1 + w` with offset 1 (Gemma 3). */
+  private normWeight(w: string, offset: 0 | 1): string {
+    return offset === 0 ? w : this.add(w, this.g.float([1]));
+  }
+  /** RMSNorm over the last axis: `x / √(mean(x²) + ε) · (offset + w)`. */
+  rmsNorm(x: string, w: string, eps: number, offset: 0 | 1 = 0): NormValues {
     const ms = this.op('ReduceMean', [this.mul(x, x)], { axes: [-1], keepdims: 1 });
     const r = this.op('Reciprocal', [this.op('Sqrt', [this.add(ms, this.g.float([eps]))])]);
     const xhat = this.mul(x, r);
-    return { h: this.mul(xhat, w), xhat, r };
+    return { h: this.mul(xhat, this.normWeight(w, offset)), xhat, r };
   }
-  /** d x of an RMSNorm given d h; records `w`'s gradient in `grads`. */
-  rmsBackward(norm: NormValues, w: string, dh: string, grads: Map<string, string>): string {
-    grads.set(w, this.columnSum(this.mul(dh, norm.xhat)));
-    const dxhat = this.mul(dh, w);
+  /**
+   * d x of an RMSNorm given d h; records `w`'s gradient in `grads` (summed over every axis but
+   * the last: `sumAxes`, default the token axis of `[N, d]`).
+   */
+  rmsBackward(
+    norm: NormValues,
+    w: string,
+    dh: string,
+    grads: Map<string, string>,
+    offset: 0 | 1 = 0,
+    sumAxes: number[] = [0],
+  ): string {
+    const product = this.mul(dh, norm.xhat);
+    grads.set(
+      w,
+      sumAxes.length === 1 && sumAxes[0] === 0
+        ? this.columnSum(product)
+        : this.op('ReduceSum', [product, this.g.int64(sumAxes)], { keepdims: 0 }),
+    );
+    const dxhat = this.mul(dh, this.normWeight(w, offset));
     const dot = this.op('ReduceMean', [this.mul(dxhat, norm.xhat)], { axes: [-1], keepdims: 1 });
     return this.mul(norm.r, this.sub(dxhat, this.mul(norm.xhat, dot)));
   }
-  /** σ(gate), silu = gate·σ and act = silu·up. */
-  swiglu(gate: string, up: string): { sig: string; silu: string; act: string } {
-    const sig = this.op('Sigmoid', [gate]);
-    const silu = this.mul(gate, sig);
-    return { sig, silu, act: this.mul(silu, up) };
+  /**
+   * The gated MLP's activation of `gate` and its derivative's factor: SiLU (σ(g)·g,
+   * d/dg = σ(1 + g(1 − σ))) or tanh GELU (PyTorch's `gelu(approximate='tanh')`).
+   */
+  activation(
+    gate: string,
+    kind: 'silu' | 'gelu_tanh',
+  ): { value: string; derivative: () => string } {
+    const { mul, add, sub } = this;
+    const one = this.g.float([1]);
+    if (kind === 'silu') {
+      const sig = this.op('Sigmoid', [gate]);
+      return {
+        value: mul(gate, sig),
+        derivative: () => mul(sig, add(one, mul(gate, sub(one, sig)))),
+      };
+    }
+    // u = √(2/π)(g + 0.044715 g³), gelu = g/2 · (1 + tanh u)
+    const c = this.g.float([Math.sqrt(2 / Math.PI)]);
+    const a = this.g.float([0.044715]);
+    const half = this.g.float([0.5]);
+    const g2 = mul(gate, gate);
+    const u = mul(c, mul(gate, add(one, mul(a, g2))));
+    const t = this.op('Tanh', [u]);
+    return {
+      value: mul(mul(half, gate), add(one, t)),
+      // d/dg = ½(1 + t) + ½ g (1 − t²) √(2/π) (1 + 3·0.044715 g²)
+      derivative: () =>
+        add(
+          mul(half, add(one, t)),
+          mul(
+            mul(mul(half, gate), sub(one, mul(t, t))),
+            mul(c, add(one, mul(this.g.float([3 * 0.044715]), g2))),
+          ),
+        ),
+    };
   }
+
   /**
    * softmax(q·kᵀ + bias) of the grouped layout (`q` `[B, Hkv, gT, hd]`, pre-scaled; `k`
    * `[B, Hkv, T, hd]`); the input `bias` `[B, 1, 1, T·T]` is shared by the g query heads of a KV

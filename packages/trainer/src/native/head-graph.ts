@@ -24,7 +24,7 @@ export type HeadGraphMode =
   | { kind: 'grads'; entropy: boolean; accumulate: boolean; weightGrad: boolean }
   | { kind: 'logits' }
   | { kind: 'dlogits'; accumulate: boolean; weightGrad: boolean }
-  | { kind: 'final-norm'; backward: boolean; eps: number };
+  | { kind: 'final-norm'; backward: boolean; eps: number; offset: 0 | 1 };
 
 /** An encoded head graph and its input and output names. @internal */
 export type HeadGraph = { model: Uint8Array; inputs: string[]; outputs: string[] };
@@ -52,11 +52,11 @@ export function headGraph(hidden: number, mode: HeadGraphMode): HeadGraph {
   if (mode.kind === 'final-norm') {
     input('x', ['N', hidden]);
     input('ln', [hidden]);
-    const norm = n.rmsNorm('x', 'ln', mode.eps);
+    const norm = n.rmsNorm('x', 'ln', mode.eps, mode.offset);
     if (!mode.backward) outputs.push(['h', norm.h]);
     else {
       const grads = new Map<string, string>();
-      const dx = n.rmsBackward(norm, 'ln', input('d_h', ['N', hidden]), grads);
+      const dx = n.rmsBackward(norm, 'ln', input('d_h', ['N', hidden]), grads, mode.offset);
       outputs.push(['dx', dx], ['g_ln', grads.get('ln')!]);
     }
   } else {

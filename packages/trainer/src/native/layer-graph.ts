@@ -32,7 +32,11 @@ export type LayerLora = {
   dropout: boolean;
 };
 
-/** The shape of a decoder layer. @internal */
+/**
+ * The shape and rules of a decoder layer (from @rlvr/model's `modelArchitecture`: one description
+ * for every implementation). Per-layer differences of a family (RoPE tables, NoPE layers, sliding
+ * windows) are inputs (`cos`, `sin`, `bias`), so one graph serves every layer. @internal
+ */
 export type LayerSpec = {
   hidden: number;
   heads: number;
@@ -44,6 +48,18 @@ export type LayerSpec = {
   qkvBias: boolean;
   /** Bias of o_proj (Llama with `attention_bias`). */
   oBias: boolean;
+  /** RMSNorm weight offset: 0 → `x̂·w`, 1 → `x̂·(1 + w)` (Gemma 3), every norm. */
+  normOffset: 0 | 1;
+  /** The gated MLP's activation: SwiGLU (`silu`) or GeGLU with tanh GELU (`gelu_tanh`). */
+  activation: 'silu' | 'gelu_tanh';
+  /** Factor on the attention scores (1 / √head_dim, or Gemma 3's `query_pre_attn_scalar^−½`). */
+  attentionScale: number;
+  /** Per-head q/k RMSNorm before RoPE (Qwen3, Gemma 3): weights `q_norm`, `k_norm` `[head_dim]`. */
+  qkNorm: boolean;
+  /** A norm of the attention output before the residual add (Gemma 3): `attn_out_norm`. */
+  attentionOutputNorm: boolean;
+  /** A norm of the MLP output before the residual add (Gemma 3): `mlp_out_norm`. */
+  mlpOutputNorm: boolean;
 };
 
 /** The layer-independent names of a layer's tensors in its graphs, in store order. @internal */
@@ -52,11 +68,14 @@ export function layerParamNames(spec: LayerSpec): string[] {
     'ln1',
     'w_qkv',
     ...(spec.qkvBias ? ['b_qkv'] : []),
+    ...(spec.qkNorm ? ['q_norm', 'k_norm'] : []),
     'w_o',
     ...(spec.oBias ? ['b_o'] : []),
+    ...(spec.attentionOutputNorm ? ['attn_out_norm'] : []),
     'ln2',
     'w_gu',
     'w_down',
+    ...(spec.mlpOutputNorm ? ['mlp_out_norm'] : []),
   ];
 }
 
@@ -74,6 +93,10 @@ export function layerParamShapes(spec: LayerSpec): Map<string, number[]> {
     ['ln2', [d]],
     ['w_gu', [2 * spec.ffn, d]],
     ['w_down', [d, spec.ffn]],
+    ['q_norm', [spec.headDim]],
+    ['k_norm', [spec.headDim]],
+    ['attn_out_norm', [d]],
+    ['mlp_out_norm', [d]],
   ]);
   return new Map(layerParamNames(spec).map((name) => [name, shapes.get(name)!]));
 }
@@ -112,6 +135,23 @@ export function loraParamShapes(spec: LayerSpec, lora: LayerLora): Map<string, n
 
 /** What a layer's backward needs of its forward when it is not recomputed. @internal */
 export const LAYER_CACHE = ['x2', 'q', 'k', 'v', 'p', 'o', 'gate', 'up'] as const;
+
+/** A cache tensor's name. @internal */
+export type CacheName = (typeof LAYER_CACHE)[number] | 'q_raw' | 'k_raw' | 'a_raw' | 'm_raw';
+
+/**
+ * The cache tensors of a layer of `spec`: {@link LAYER_CACHE}, and the inputs of the family's
+ * extra norms (the q/k projections before their norm, the attention and MLP outputs before
+ * theirs). @internal
+ */
+export function layerCache(spec: LayerSpec): CacheName[] {
+  return [
+    ...LAYER_CACHE,
+    ...(spec.qkNorm ? (['q_raw', 'k_raw'] as const) : []),
+    ...(spec.attentionOutputNorm ? (['a_raw'] as const) : []),
+    ...(spec.mlpOutputNorm ? (['m_raw'] as const) : []),
+  ];
+}
 
 /**
  * What a layer graph computes:
@@ -247,52 +287,124 @@ class Projections {
 
 type Forward = {
   out: string;
-  cache: Record<(typeof LAYER_CACHE)[number], string>;
+  cache: Record<string, string>;
   h1: string;
   h2: string;
   norm1: NormValues;
   norm2: NormValues;
-  sig: string;
-  silu: string;
+  /** The q/k norms' values (`qkNorm`) on `[B, T, heads, head_dim]` rows. */
+  qNorm?: NormValues;
+  kNorm?: NormValues;
+  /** The output norms' values (Gemma 3). */
+  attentionOutputNorm?: NormValues;
+  mlpOutputNorm?: NormValues;
+  /** The activation of the gate and its derivative's factor, and `act` = value · up. */
+  activated: string;
+  derivative: () => string;
   act: string;
 };
+
+/** The MLP part from the pre-MLP norm: gate/up, the activation, and the down projection. */
+function mlpForward(n: GraphNodes, spec: LayerSpec, gate: string, up: string) {
+  const activation = n.activation(gate, spec.activation);
+  return {
+    activated: activation.value,
+    derivative: activation.derivative,
+    act: n.mul(activation.value, up),
+  };
+}
 
 /** The forward of one layer from `x` (`[N, d]`). */
 function layerForward(n: GraphNodes, spec: LayerSpec, p: Projections): Forward {
   const q = spec.heads * spec.headDim;
   const kv = spec.kvHeads * spec.headDim;
-  const norm1 = n.rmsNorm('x', 'ln1', spec.rmsNormEps);
+  const eps = spec.rmsNormEps;
+  const offset = spec.normOffset;
+  const norm1 = n.rmsNorm('x', 'ln1', eps, offset);
   const qkv = p.forward(norm1.h, p.groups.qkv);
   const [qFlat, kFlat, vFlat] = n.split(qkv, [q, kv, kv], 1);
-  const roped = n.rope(n.tokensToRows(qFlat!, [spec.heads, spec.headDim]));
+  const qRows = n.tokensToRows(qFlat!, [spec.heads, spec.headDim]);
+  const kRows = n.tokensToRows(kFlat!, [spec.kvHeads, spec.headDim]);
+  const qNorm = spec.qkNorm ? n.rmsNorm(qRows, 'q_norm', eps, offset) : undefined;
+  const kNorm = spec.qkNorm ? n.rmsNorm(kRows, 'k_norm', eps, offset) : undefined;
+  const roped = n.rope(qNorm ? qNorm.h : qRows);
   const qHeads = n.queryHeads(n.reshape(n.mul(roped, n.scale), [-1, q]));
-  const kHeads = n.kvHeadsOf(kFlat!, true);
+  const kHeads = n.transpose(n.rope(kNorm ? kNorm.h : kRows), [0, 2, 1, 3]);
   const vHeads = n.kvHeadsOf(vFlat!, false);
   const probabilities = n.attentionProbabilities(qHeads, kHeads);
   const o = n.queryTokens(n.matMul(probabilities, vHeads)); // [N, q]
-  const x2 = n.add('x', p.forward(o, p.groups.o));
-  const norm2 = n.rmsNorm(x2, 'ln2', spec.rmsNormEps);
+  const aRaw = p.forward(o, p.groups.o);
+  const attentionOutputNorm = spec.attentionOutputNorm
+    ? n.rmsNorm(aRaw, 'attn_out_norm', eps, offset)
+    : undefined;
+  const x2 = n.add('x', attentionOutputNorm ? attentionOutputNorm.h : aRaw);
+  const norm2 = n.rmsNorm(x2, 'ln2', eps, offset);
   const [gate, up] = n.split(p.forward(norm2.h, p.groups.gu), [spec.ffn, spec.ffn], 1);
-  const mlp = n.swiglu(gate!, up!);
-  const out = n.add(x2, p.forward(mlp.act, p.groups.down));
+  const mlp = mlpForward(n, spec, gate!, up!);
+  const mRaw = p.forward(mlp.act, p.groups.down);
+  const mlpOutputNorm = spec.mlpOutputNorm
+    ? n.rmsNorm(mRaw, 'mlp_out_norm', eps, offset)
+    : undefined;
+  const out = n.add(x2, mlpOutputNorm ? mlpOutputNorm.h : mRaw);
+  const cache: Record<string, string> = {
+    x2,
+    q: qHeads,
+    k: kHeads,
+    v: vHeads,
+    p: probabilities,
+    o,
+    gate: gate!,
+    up: up!,
+    q_raw: qFlat!,
+    k_raw: kFlat!,
+    a_raw: aRaw,
+    m_raw: mRaw,
+  };
   return {
     out,
-    cache: { x2, q: qHeads, k: kHeads, v: vHeads, p: probabilities, o, gate: gate!, up: up! },
+    cache,
     h1: norm1.h,
     h2: norm2.h,
     norm1,
     norm2,
+    ...(qNorm ? { qNorm } : {}),
+    ...(kNorm ? { kNorm } : {}),
+    ...(attentionOutputNorm ? { attentionOutputNorm } : {}),
+    ...(mlpOutputNorm ? { mlpOutputNorm } : {}),
     ...mlp,
   };
 }
 
 /** The parts of a forward the backward reads, rebuilt from cache inputs (cheap recomputes only). */
 function fromCache(n: GraphNodes, spec: LayerSpec): Forward {
-  const norm1 = n.rmsNorm('x', 'ln1', spec.rmsNormEps);
-  const norm2 = n.rmsNorm('x2', 'ln2', spec.rmsNormEps);
-  const mlp = n.swiglu('gate', 'up');
-  const cache = Object.fromEntries(LAYER_CACHE.map((name) => [name, name])) as Forward['cache'];
-  return { out: '', cache, h1: norm1.h, h2: norm2.h, norm1, norm2, ...mlp };
+  const eps = spec.rmsNormEps;
+  const offset = spec.normOffset;
+  const norm1 = n.rmsNorm('x', 'ln1', eps, offset);
+  const norm2 = n.rmsNorm('x2', 'ln2', eps, offset);
+  const mlp = mlpForward(n, spec, 'gate', 'up');
+  const cache = Object.fromEntries(layerCache(spec).map((name) => [name, name]));
+  const rows = (name: string, heads: number) => n.tokensToRows(name, [heads, spec.headDim]);
+  return {
+    out: '',
+    cache,
+    h1: norm1.h,
+    h2: norm2.h,
+    norm1,
+    norm2,
+    ...(spec.qkNorm
+      ? {
+          qNorm: n.rmsNorm(rows('q_raw', spec.heads), 'q_norm', eps, offset),
+          kNorm: n.rmsNorm(rows('k_raw', spec.kvHeads), 'k_norm', eps, offset),
+        }
+      : {}),
+    ...(spec.attentionOutputNorm
+      ? { attentionOutputNorm: n.rmsNorm('a_raw', 'attn_out_norm', eps, offset) }
+      : {}),
+    ...(spec.mlpOutputNorm
+      ? { mlpOutputNorm: n.rmsNorm('m_raw', 'mlp_out_norm', eps, offset) }
+      : {}),
+    ...mlp,
+  };
 }
 
 /**
@@ -301,6 +413,7 @@ function fromCache(n: GraphNodes, spec: LayerSpec): Forward {
  */
 function layerBackward(
   n: GraphNodes,
+  spec: LayerSpec,
   f: Forward,
   p: Projections,
   trainBase: boolean,
@@ -308,22 +421,38 @@ function layerBackward(
 ) {
   const { mul, add } = n;
   const c = f.cache;
+  const offset = spec.normOffset;
   // the norms' gradients are recorded only when the base trains (LoRA freezes them)
   const normGrads = trainBase ? grads : new Map<string, string>();
-  // MLP: act = silu(gate)·up, silu' = σ(1 + gate(1 − σ))
-  const dAct = p.backward(f.act, p.groups.down, 'd_out', grads);
-  const one = n.g.float([1]);
-  const dGate = mul(mul(mul(dAct, c.up), f.sig), add(one, mul(c.gate, n.sub(one, f.sig))));
-  const dUp = mul(dAct, f.silu);
+  const back = (norm: NormValues | undefined, w: string, dy: string) =>
+    norm ? n.rmsBackward(norm, w, dy, normGrads, offset) : dy;
+  // MLP: act = activation(gate)·up
+  const dMlp = back(f.mlpOutputNorm, 'mlp_out_norm', 'd_out');
+  const dAct = p.backward(f.act, p.groups.down, dMlp, grads);
+  const dGate = mul(mul(dAct, c.up!), f.derivative());
+  const dUp = mul(dAct, f.activated);
   const dGu = n.op('Concat', [dGate, dUp], { axis: 1 });
   const dh2 = p.backward(f.h2, p.groups.gu, dGu, grads);
-  const dx2 = add('d_out', n.rmsBackward(f.norm2, 'ln2', dh2, normGrads));
+  const dx2 = add('d_out', n.rmsBackward(f.norm2, 'ln2', dh2, normGrads, offset));
   // attention
-  const dO = n.queryHeads(p.backward(c.o, p.groups.o, dx2, grads)); // [B, Hkv, gT, hd]
-  const { dq, dk, dv } = n.attentionBackward(c.p, c.q, c.k, c.v, dO);
-  const dQkv = n.op('Concat', [dq, dk, dv], { axis: 1 });
+  const dAttention = back(f.attentionOutputNorm, 'attn_out_norm', dx2);
+  const dO = n.queryHeads(p.backward(c.o!, p.groups.o, dAttention, grads)); // [B, Hkv, gT, hd]
+  const attention = n.attentionBackward(c.p!, c.q!, c.k!, c.v!, dO);
+  let { dq, dk } = attention;
+  if (f.qNorm && f.kNorm) {
+    // through the per-head norms: weights summed over batch, time and heads
+    const rows = (x: string, heads: number) => n.tokensToRows(x, [heads, spec.headDim]);
+    const headBack = (norm: NormValues, w: string, dy: string, heads: number) =>
+      n.reshape(n.rmsBackward(norm, w, rows(dy, heads), normGrads, offset, [0, 1, 2]), [
+        -1,
+        heads * spec.headDim,
+      ]);
+    dq = headBack(f.qNorm, 'q_norm', dq, spec.heads);
+    dk = headBack(f.kNorm, 'k_norm', dk, spec.kvHeads);
+  }
+  const dQkv = n.op('Concat', [dq, dk, attention.dv], { axis: 1 });
   const dh1 = p.backward(f.h1, p.groups.qkv, dQkv, grads);
-  return add(dx2, n.rmsBackward(f.norm1, 'ln1', dh1, normGrads));
+  return add(dx2, n.rmsBackward(f.norm1, 'ln1', dh1, normGrads, offset));
 }
 
 /** An encoded layer graph and its input and output names. @internal */
@@ -345,6 +474,7 @@ export function gradientNames(spec: LayerSpec, lora: LayerLora | undefined): str
  */
 export function layerGraph(spec: LayerSpec, mode: LayerGraphMode): LayerGraph {
   const n = new GraphNodes(spec);
+  const cacheNames = layerCache(spec);
   const { FLOAT } = OnnxDataType;
   const shapes = layerParamShapes(spec);
   const loraShapes = mode.lora ? loraParamShapes(spec, mode.lora) : new Map<string, number[]>();
@@ -368,16 +498,16 @@ export function layerGraph(spec: LayerSpec, mode: LayerGraphMode): LayerGraph {
     const f = layerForward(n, spec, projections);
     outputs.push(['out', f.out]);
     if (mode.kind === 'forward-cache') {
-      for (const name of LAYER_CACHE) outputs.push([name, f.cache[name]]);
+      for (const name of cacheNames) outputs.push([name, f.cache[name]!]);
     }
   } else {
     inputs.push(valueInfo('d_out', FLOAT, ['N', spec.hidden]));
     if (!mode.recompute) {
-      for (const name of LAYER_CACHE) inputs.push(valueInfo(name, FLOAT, cacheDims(spec, name)));
+      for (const name of cacheNames) inputs.push(valueInfo(name, FLOAT, cacheDims(spec, name)));
     }
     const f = mode.recompute ? layerForward(n, spec, projections) : fromCache(n, spec);
     const grads = new Map<string, string>();
-    const dx = layerBackward(n, f, projections, mode.lora === undefined, grads);
+    const dx = layerBackward(n, spec, f, projections, mode.lora === undefined, grads);
     outputs.push(['dx', dx]);
     const allShapes = new Map([...shapes, ...loraShapes]);
     for (const name of gradientNames(spec, mode.lora)) {
@@ -404,11 +534,17 @@ export function layerGraph(spec: LayerSpec, mode: LayerGraphMode): LayerGraph {
 }
 
 /** The symbolic dims of a cache tensor. */
-function cacheDims(spec: LayerSpec, name: (typeof LAYER_CACHE)[number]): (string | number)[] {
+function cacheDims(spec: LayerSpec, name: CacheName): (string | number)[] {
   const hd = spec.headDim;
   switch (name) {
     case 'x2':
+    case 'a_raw':
+    case 'm_raw':
       return ['N', spec.hidden];
+    case 'q_raw':
+      return ['N', spec.heads * hd];
+    case 'k_raw':
+      return ['N', spec.kvHeads * hd];
     case 'q':
       return ['B', spec.kvHeads, 'GT', hd];
     case 'k':

@@ -7,15 +7,15 @@
  * Weights and gradients are {@link SlotBuffers} (native memory, Hugging Face layout).
  * @internal
  */
-import type { LlamaConfig } from '@rlvr/model';
+import type { ModelArchitecture, ModelConfig } from '@rlvr/model';
 import { attentionBias } from '../model/prepared-input.js';
-import { ropeTables } from '../model/rope.js';
+import { ropeTablesOf } from '../model/rope.js';
 import type { TokenBatch } from '../train/batch.js';
 import { type HeadGraphMode, headGraph } from './head-graph.js';
 import {
   gradientNames,
-  LAYER_CACHE,
   type LayerGraphMode,
+  layerCache,
   type LayerLora,
   type LayerSpec,
   type LoraModule,
@@ -25,7 +25,14 @@ import {
 } from './layer-graph.js';
 import { type LoraAdapters, loraSlot } from './lora-adapters.js';
 import type { Feed, SessionCache } from './ort-runtime.js';
-import { layerSlot, layerSpecOf, type Slot, SlotBuffers, storeSlots } from './param-store.js';
+import {
+  architectureOf,
+  layerSlot,
+  layerSpecOf,
+  type Slot,
+  SlotBuffers,
+  storeSlots,
+} from './param-store.js';
 
 /** How a forward keeps what its backward needs. @internal */
 export type Keep = 'none' | 'recompute' | 'cache';
@@ -46,8 +53,8 @@ export type EngineLora = {
 /** A forward pass's saved state. @internal */
 export type ForwardState = {
   batch: TokenBatch;
-  /** RoPE tables and attention bias of the batch. */
-  tables: Record<'cos' | 'sin' | 'bias', Feed>;
+  /** Per layer: its RoPE tables and attention bias (shared by the layers with the same ones). */
+  tables: Record<'cos' | 'sin' | 'bias', Feed>[];
   /** Per layer: its input (recompute) and, with `cache`, its cache tensors. */
   layers: { x: Float32Array; cache?: Record<string, Float32Array> }[];
   /** The last layer's output `[N, d]`. */
@@ -120,6 +127,7 @@ const CHUNK_ELEMENTS = 4 * 1024 * 1024;
  */
 export class NativeEngine {
   readonly spec: LayerSpec;
+  readonly arch: ModelArchitecture;
   readonly slots: Slot[];
   readonly layerNames: string[];
   private readonly layerShapes: Map<string, number[]>;
@@ -127,12 +135,13 @@ export class NativeEngine {
   private readonly chunkElements: number;
 
   constructor(
-    readonly config: LlamaConfig,
+    readonly config: ModelConfig,
     readonly sessions: SessionCache,
     options: { chunkElements?: number } = {},
   ) {
     this.chunkElements = options.chunkElements ?? CHUNK_ELEMENTS;
     this.spec = layerSpecOf(config);
+    this.arch = architectureOf(config);
     this.slots = storeSlots(config);
     this.layerNames = layerParamNames(this.spec);
     this.layerShapes = layerParamShapes(this.spec);
@@ -160,6 +169,35 @@ export class NativeEngine {
       feeds,
       outputs,
     );
+  }
+
+  /**
+   * Each layer's RoPE tables (its own inverse frequencies; NoPE layers the identity) and attention
+   * bias (causal within a segment, and its sliding window), computed once per distinct setting.
+   */
+  private layerTables(batch: TokenBatch): Record<'cos' | 'sin' | 'bias', Feed>[] {
+    const { batchSize: b, seqLen: t, positions } = batch.input;
+    const hd = this.spec.headDim;
+    const ropes = new Map<string, { cos: Feed; sin: Feed }>();
+    const biases = new Map<number | null, Feed>();
+    return this.arch.layers.map((layer) => {
+      let rope = ropes.get(layer.rope.id);
+      if (rope === undefined) {
+        const frequencies = layer.rope.kind === 'none' ? null : layer.rope.inverseFrequencies;
+        const tables = ropeTablesOf(positions, hd, frequencies);
+        rope = {
+          cos: { data: tables.cos, dims: [b, t, 1, hd] },
+          sin: { data: tables.sin, dims: [b, t, 1, hd] },
+        };
+        ropes.set(layer.rope.id, rope);
+      }
+      let bias = biases.get(layer.window);
+      if (bias === undefined) {
+        bias = { data: attentionBias(batch.input, layer.window), dims: [b, 1, 1, t * t] };
+        biases.set(layer.window, bias);
+      }
+      return { ...rope, bias };
+    });
   }
 
   /** The feeds of layer `layer`'s tensors from `weights`. */
@@ -196,39 +234,36 @@ export class NativeEngine {
     positions: Int32Array = lossPositions(batch),
     lora?: EngineLora,
   ): ForwardState {
-    const { batchSize: b, seqLen: t, ids, positions: pos } = batch.input;
+    const { batchSize: b, seqLen: t, ids } = batch.input;
     const d = this.config.hidden_size;
     const n = b * t;
-    const hd = this.spec.headDim;
-    const rope = ropeTables(pos, hd, this.config.rope_theta);
-    const tables = {
-      cos: { data: rope.cos, dims: [b, t, 1, hd] },
-      sin: { data: rope.sin, dims: [b, t, 1, hd] },
-      bias: { data: attentionBias(batch.input), dims: [b, 1, 1, t * t] },
-    };
+    const tables = this.layerTables(batch);
     const embed = weights.get('embed');
     let x: Float32Array = new Float32Array(n * d);
     for (let token = 0; token < n; token++) {
       const id = ids[token]!;
       x.set(embed.subarray(id * d, id * d + d), token * d);
     }
+    const scale = this.arch.embeddingScale;
+    if (scale !== 1) for (let i = 0; i < x.length; i++) x[i]! *= scale;
     const layers: ForwardState['layers'] = [];
     const cached = keep === 'cache';
     const mode: LayerGraphMode = {
       kind: cached ? 'forward-cache' : 'forward',
       ...(lora ? { lora: lora.layer ?? lora.adapters.layer } : {}),
     };
-    const outputs = cached ? ['out', ...LAYER_CACHE] : ['out'];
+    const cacheNames = layerCache(this.spec);
+    const outputs = cached ? ['out', ...cacheNames] : ['out'];
     for (let layer = 0; layer < this.config.num_hidden_layers; layer++) {
       const feeds = {
         x: { data: x, dims: [n, d] },
-        ...tables,
+        ...tables[layer]!,
         ...this.layerFeeds(weights, layer, lora, n),
       };
       const out = this.runLayer(mode, feeds, outputs);
       if (keep !== 'none') {
         const entry: ForwardState['layers'][number] = { x };
-        if (cached) entry.cache = Object.fromEntries(LAYER_CACHE.map((name) => [name, out[name]!]));
+        if (cached) entry.cache = Object.fromEntries(cacheNames.map((name) => [name, out[name]!]));
         layers.push(entry);
       }
       x = out.out!;
@@ -238,6 +273,7 @@ export class NativeEngine {
       kind: 'final-norm',
       backward: false,
       eps: this.spec.rmsNormEps,
+      offset: this.spec.normOffset,
     };
     const { h } = this.runHead(
       normMode,
@@ -448,7 +484,12 @@ export class NativeEngine {
     // the final norm's backward on the loss positions, then scattered into [N, d]
     const selected = gatherRows(state.last, state.positions, d);
     const norm = this.runHead(
-      { kind: 'final-norm', backward: true, eps: this.spec.rmsNormEps },
+      {
+        kind: 'final-norm',
+        backward: true,
+        eps: this.spec.rmsNormEps,
+        offset: this.spec.normOffset,
+      },
       {
         x: { data: selected, dims: [m, d] },
         ln: { data: weights.get('norm'), dims: [d] },
@@ -468,10 +509,13 @@ export class NativeEngine {
     // the embedding's gradient: a scatter-add of d x over the token ids (in order: deterministic)
     const embedGrad = sink.gradToAdd('embed');
     const ids = state.batch.input.ids;
+    // x = embed[id] · scale (Gemma 3: √hidden): d embed[id] += scale · d x
+    const scale = this.arch.embeddingScale;
     for (let token = 0; token < n; token++) {
       const row = ids[token]! * d;
       const source = token * d;
-      for (let j = 0; j < d; j++) embedGrad[row + j]! += dx[source + j]!;
+      if (scale === 1) for (let j = 0; j < d; j++) embedGrad[row + j]! += dx[source + j]!;
+      else for (let j = 0; j < d; j++) embedGrad[row + j]! += scale * dx[source + j]!;
     }
   }
 
@@ -509,12 +553,14 @@ export class NativeEngine {
     const feeds: Record<string, Feed> = {
       x: { data: saved.x, dims: [n, d] },
       d_out: { data: dOut, dims: [n, d] },
-      ...state.tables,
+      ...state.tables[layer]!,
       ...this.layerFeeds(weights, layer, lora, n),
     };
     if (saved.cache) {
       const dims = cacheShapes(this.spec, state.batch);
-      for (const name of LAYER_CACHE) feeds[name] = { data: saved.cache[name]!, dims: dims[name]! };
+      for (const name of layerCache(this.spec)) {
+        feeds[name] = { data: saved.cache[name]!, dims: dims[name]! };
+      }
     }
     if (accumulate) {
       for (const name of names) {
@@ -542,6 +588,10 @@ function cacheShapes(spec: LayerSpec, batch: TokenBatch): Record<string, number[
     o: [n, spec.heads * hd],
     gate: [n, spec.ffn],
     up: [n, spec.ffn],
+    q_raw: [n, spec.heads * hd],
+    k_raw: [n, spec.kvHeads * hd],
+    a_raw: [n, spec.hidden],
+    m_raw: [n, spec.hidden],
   };
 }
 

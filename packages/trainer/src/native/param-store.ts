@@ -7,7 +7,7 @@
  * the same memory the graphs train. @internal
  */
 import type { NamedTensor } from '@rlvr/core';
-import { type LlamaConfig, llamaBiases } from '@rlvr/model';
+import { type ModelArchitecture, type ModelConfig, modelArchitecture } from '@rlvr/model';
 import { type LayerSpec, layerParamShapes } from './layer-graph.js';
 
 /** One Hugging Face tensor inside a slot: rows `[offset, offset + size)` (elements). @internal */
@@ -25,18 +25,36 @@ export type Slot = {
 
 const product = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 
-/** The layer shape of a config. @internal */
-export function layerSpecOf(config: LlamaConfig): LayerSpec {
-  const biases = llamaBiases(config);
+/** The architecture of a config (cached per config object). @internal */
+const architectures = new WeakMap<object, ModelArchitecture>();
+export function architectureOf(config: ModelConfig): ModelArchitecture {
+  let arch = architectures.get(config);
+  if (arch === undefined) {
+    arch = modelArchitecture(config);
+    architectures.set(config, arch);
+  }
+  return arch;
+}
+
+/** The layer shape and rules of a config (@rlvr/model's `modelArchitecture`). @internal */
+export function layerSpecOf(config: ModelConfig): LayerSpec {
+  const arch = architectureOf(config);
+  const layer = arch.layers[0]!;
   return {
-    hidden: config.hidden_size,
-    heads: config.num_attention_heads,
-    kvHeads: config.num_key_value_heads,
-    headDim: config.head_dim,
-    ffn: config.intermediate_size,
-    rmsNormEps: config.rms_norm_eps,
-    qkvBias: biases.qkv,
-    oBias: biases.o,
+    hidden: arch.hiddenSize,
+    heads: arch.heads,
+    kvHeads: arch.kvHeads,
+    headDim: arch.headDim,
+    ffn: arch.intermediateSize,
+    rmsNormEps: arch.normEps,
+    qkvBias: arch.biases.qkv,
+    oBias: arch.biases.o,
+    normOffset: arch.normOffset,
+    activation: arch.activation,
+    attentionScale: arch.attentionScale,
+    qkNorm: layer.qNorm !== null,
+    attentionOutputNorm: layer.attentionOutputNorm !== null,
+    mlpOutputNorm: layer.mlpOutputNorm !== null,
   };
 }
 
@@ -44,9 +62,10 @@ export function layerSpecOf(config: LlamaConfig): LayerSpec {
 export const layerSlot = (layer: number, name: string) => `layers.${layer}.${name}`;
 
 /** The slots of a config, in checkpoint order. @internal */
-export function storeSlots(config: LlamaConfig): Slot[] {
-  const d = config.hidden_size;
-  const v = config.vocab_size;
+export function storeSlots(config: ModelConfig): Slot[] {
+  const arch = architectureOf(config);
+  const d = arch.hiddenSize;
+  const v = arch.vocabSize;
   const spec = layerSpecOf(config);
   const q = spec.heads * spec.headDim;
   const kv = spec.kvHeads * spec.headDim;
@@ -70,55 +89,64 @@ export function storeSlots(config: LlamaConfig): Slot[] {
     const rows = blocks.reduce((sum, [, r]) => sum + r, 0);
     return { key, shape: cols === 0 ? [rows] : [rows, cols], size: offset, views, decay };
   };
-  slots.push(whole('embed', 'model.embed_tokens.weight', [v, d], true));
+  slots.push(whole('embed', arch.embedding, [v, d], true));
   const shapes = layerParamShapes(spec);
-  for (let layer = 0; layer < config.num_hidden_layers; layer++) {
-    const p = `model.layers.${layer}`;
-    const key = (name: string) => layerSlot(layer, name);
+  for (const layer of arch.layers) {
+    const key = (name: string) => layerSlot(layer.index, name);
     for (const name of shapes.keys()) {
       switch (name) {
         case 'ln1':
-          slots.push(whole(key(name), `${p}.input_layernorm.weight`, [d], false));
+          slots.push(whole(key(name), layer.attentionNorm, [d], false));
           break;
         case 'ln2':
-          slots.push(whole(key(name), `${p}.post_attention_layernorm.weight`, [d], false));
+          slots.push(whole(key(name), layer.mlpNorm, [d], false));
+          break;
+        case 'q_norm':
+          slots.push(whole(key(name), layer.qNorm!, [spec.headDim], false));
+          break;
+        case 'k_norm':
+          slots.push(whole(key(name), layer.kNorm!, [spec.headDim], false));
+          break;
+        case 'attn_out_norm':
+          slots.push(whole(key(name), layer.attentionOutputNorm!, [d], false));
+          break;
+        case 'mlp_out_norm':
+          slots.push(whole(key(name), layer.mlpOutputNorm!, [d], false));
           break;
         case 'w_qkv':
         case 'b_qkv': {
           const kind = name === 'w_qkv' ? 'weight' : 'bias';
           const blocks: [string, number][] = [
-            [`${p}.self_attn.q_proj.${kind}`, q],
-            [`${p}.self_attn.k_proj.${kind}`, kv],
-            [`${p}.self_attn.v_proj.${kind}`, kv],
+            [`${layer.q}.${kind}`, q],
+            [`${layer.k}.${kind}`, kv],
+            [`${layer.v}.${kind}`, kv],
           ];
           slots.push(stacked(key(name), blocks, kind === 'weight' ? d : 0, kind === 'weight'));
           break;
         }
         case 'w_o':
-          slots.push(whole(key(name), `${p}.self_attn.o_proj.weight`, [d, q], true));
+          slots.push(whole(key(name), `${layer.o}.weight`, [d, q], true));
           break;
         case 'b_o':
-          slots.push(whole(key(name), `${p}.self_attn.o_proj.bias`, [d], false));
+          slots.push(whole(key(name), `${layer.o}.bias`, [d], false));
           break;
         case 'w_gu': {
-          const f = config.intermediate_size;
+          const f = spec.ffn;
           const blocks: [string, number][] = [
-            [`${p}.mlp.gate_proj.weight`, f],
-            [`${p}.mlp.up_proj.weight`, f],
+            [`${layer.gate}.weight`, f],
+            [`${layer.up}.weight`, f],
           ];
           slots.push(stacked(key(name), blocks, d, true));
           break;
         }
         case 'w_down':
-          slots.push(
-            whole(key(name), `${p}.mlp.down_proj.weight`, [d, config.intermediate_size], true),
-          );
+          slots.push(whole(key(name), `${layer.down}.weight`, [d, spec.ffn], true));
           break;
       }
     }
   }
-  slots.push(whole('norm', 'model.norm.weight', [d], false));
-  if (!config.tie_word_embeddings) slots.push(whole('head', 'lm_head.weight', [v, d], true));
+  slots.push(whole('norm', `${arch.finalNorm}`, [d], false));
+  if (!arch.tiedEmbeddings) slots.push(whole('head', arch.lmHead, [v, d], true));
   return slots;
 }
 
