@@ -101,7 +101,8 @@ export type GrpoConfig = {
    * entropy is ≥ the (1 − ρ)-quantile of the mini-batch's unmasked tokens. The entropies are the
    * pre-update policy's (the start of the step, as π_old), so the selection is fixed over the μ
    * iterations and does not depend on `microBatchSize`; TRL takes the quantile per micro-batch of
-   * the current forward (the same when the mini-batch is one micro-batch and μ = 1).
+   * the current forward (the same when the mini-batch is one micro-batch and μ = 1). Costs one
+   * forward pass per step when π_old is not computed anyway (μ = 1, one mini-batch, no `mismatch`).
    */
   topEntropyQuantile?: number;
   /**
