@@ -3,7 +3,8 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createRng } from '@rlvr/core';
 import { type Checkpoint, loadCheckpoint, saveCheckpoint } from '@rlvr/model';
-import { checkRun } from './check-run.js';
+import type { TokenSequence } from '@rlvr/trainer';
+import { type CheckedRun, checkRun } from './check-run.js';
 import { type ClaimsResult, runClaims } from './claims/index.js';
 import type { RunConfig } from './config.js';
 import { type DistillResult, distillPhase } from './distill.js';
@@ -18,6 +19,46 @@ import { runSft } from './sft.js';
 import { solveStyled } from './task.js';
 
 export type { DistillResult } from './distill.js';
+
+/** The warm-start traces of a style mix (the same problems and slip stream for every mix). */
+export function warmStartSequences(
+  checked: Pick<CheckedRun, 'config' | 'splits' | 'tokenizer'>,
+  style: RunConfig['warmStart'],
+): TokenSequence[] {
+  const { config, splits, tokenizer } = checked;
+  const slipRng = createRng(config.seed).derive('warm-start-slips');
+  return splits.train
+    .slice(0, config.warmStart.examples)
+    .map((problem) =>
+      encodeExample(tokenizer, problem.prompt, solveStyled(problem, slipRng, style)),
+    );
+}
+
+/**
+ * The SFT warm-start of a fresh model of `size` (seed `seed`, + 1 for the student) on
+ * `sequences`, with the run's warm-start settings.
+ */
+export function warmStartModel(
+  checked: Pick<CheckedRun, 'config' | 'tokenizerFiles' | 'maxPositions'>,
+  size: RunConfig['teacher'],
+  label: string,
+  sequences: readonly TokenSequence[],
+  progressMode: ProgressMode,
+) {
+  const { config } = checked;
+  return runSft({
+    checkpoint: randomCheckpoint(size, checked.tokenizerFiles, {
+      seed: config.seed + (label === 'student' ? 1 : 0),
+      maxPositions: checked.maxPositions,
+    }),
+    sequences,
+    steps: config.warmStart.steps,
+    batchSize: config.warmStart.batchSize,
+    learningRate: config.warmStart.learningRate,
+    seed: config.seed,
+    progress: phaseProgress(`warm-start ${label}`, config.warmStart.steps, progressMode),
+  });
+}
 
 /** Names of the phases, in order. */
 export const PHASES = [
@@ -96,7 +137,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
   const started = performance.now();
   // Everything is validated before anything is written or deleted.
   const checked = await checkRun(options.config);
-  const { config, runtime, tokenizerFiles, tokenizer, splits, maxPositions } = checked;
+  const { config, runtime, splits } = checked;
   const { vocabSize, teacherParameters, studentParameters } = checked;
   const outDir = config.outDir;
   if (options.fresh) {
@@ -158,15 +199,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
   }
   const load = (name: string) => loadCheckpoint(checkpointDir(name));
 
-  /** The warm-start traces of a style mix (the same problems and slip stream for every mix). */
-  const warmStartTraces = (style: RunConfig['warmStart']) => {
-    const slipRng = createRng(config.seed).derive('warm-start-slips');
-    return splits.train
-      .slice(0, config.warmStart.examples)
-      .map((problem) =>
-        encodeExample(tokenizer, problem.prompt, solveStyled(problem, slipRng, style)),
-      );
-  };
+  const warmStartTraces = (style: RunConfig['warmStart']) => warmStartSequences(checked, style);
   const warmStartData = warmStartTraces(config.warmStart);
   const warmStart =
     (
@@ -175,18 +208,7 @@ export async function runTeacherStudent(options: RunOptions): Promise<Report> {
       sequences: ReturnType<typeof warmStartTraces> = warmStartData,
     ) =>
     async () => {
-      const result = await runSft({
-        checkpoint: randomCheckpoint(size, tokenizerFiles, {
-          seed: config.seed + (label === 'student' ? 1 : 0),
-          maxPositions,
-        }),
-        sequences,
-        steps: config.warmStart.steps,
-        batchSize: config.warmStart.batchSize,
-        learningRate: config.warmStart.learningRate,
-        seed: config.seed,
-        progress: phaseProgress(`warm-start ${label}`, config.warmStart.steps, progressMode),
-      });
+      const result = await warmStartModel(checked, size, label, sequences, progressMode);
       return {
         result: {
           losses: result.losses,

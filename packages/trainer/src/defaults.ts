@@ -1,4 +1,4 @@
-import { MISMATCH_DEFAULTS } from '@rlvr/core';
+import { MISMATCH_DEFAULTS, POLICY_LOSS_DEFAULTS } from '@rlvr/core';
 
 /**
  * The one set of defaults shared by {@link PolicyTrainer} and {@link GrpoTrainer}, TRL's where TRL
@@ -22,6 +22,20 @@ export const TRAINER_DEFAULTS = Object.freeze({
   ratioLevel: 'token',
   /** Entropy bonus coefficient; 0 adds no entropy term. */
   entropyCoefficient: 0,
+  /**
+   * The policy-gradient term: the clipped surrogate (`'clip'`: GRPO/DAPO; `'cispo'`, `'sapo'` are
+   * the others) [TRL folds it into `loss_type`; verl `policy_loss.loss_mode` `'vanilla'`]: core's
+   * `POLICY_LOSS_DEFAULTS.lossMode`.
+   */
+  lossMode: POLICY_LOSS_DEFAULTS.lossMode,
+  /** SAPO's gate temperature for A > 0 [`sapo_temperature_pos` 1.0]. `lossMode: 'sapo'` only. */
+  sapoTemperaturePos: POLICY_LOSS_DEFAULTS.sapoTemperaturePos,
+  /** SAPO's gate temperature for A ≤ 0 [`sapo_temperature_neg` 1.05]. `lossMode: 'sapo'` only. */
+  sapoTemperatureNeg: POLICY_LOSS_DEFAULTS.sapoTemperatureNeg,
+  /** ρ of the high-entropy token selection; 1 keeps every token [`top_entropy_quantile` 1.0]. */
+  topEntropyQuantile: 1,
+  /** KL estimate weighted by the importance ratio (DeepSeek-V3.2) [`use_bias_correction_kl` False]. */
+  useBiasCorrectionKl: false,
   /**
    * Rollout↔trainer mismatch correction mode when `mismatch` is given without one
    * [`vllm_importance_sampling_mode`]: core's `MISMATCH_DEFAULTS.mode` (`'token-truncate'`, TIS),

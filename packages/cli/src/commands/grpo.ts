@@ -112,8 +112,9 @@ export const grpoCommand: Command = {
   trains: true,
   spec,
   effectiveConfig: effectiveGrpoRunConfig,
-  details: `Config keys: @rlvr/trainer's GrpoConfig (maxSteps, groupSize, beta, schedule, …; see its README)
-plus model (checkpoint folder or run folder), dataset (path or { path, columns, format, limit }),
+  details: `Config keys: @rlvr/trainer's GrpoConfig (maxSteps, groupSize, beta, schedule, …; see its README;
+the policy-loss variants: lossMode clip|cispo|sapo, sapoTemperaturePos/Neg, topEntropyQuantile,
+offPolicyMaskThreshold, useBiasCorrectionKl) plus model (checkpoint folder or run folder), dataset (path or { path, columns, format, limit }),
 rewards (names: math, r1-format, ifeval, code, countdown, … with weights, or { module: ./r.js }),
 reportTo, backend (auto|wasm|cpu), sampler (@rlvr/rollout options: workers, threads, engine, …),
 resume, acceptConfigChanges. Writes outputDir/metrics.jsonl, completions.jsonl, checkpoints/,

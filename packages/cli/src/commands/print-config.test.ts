@@ -105,6 +105,67 @@ describe('rlvr grpo --print-config', () => {
   });
 });
 
+describe('rlvr grpo with the loss variants (issue #33)', () => {
+  it('should show a SAPO run as the trainer resolves it (its temperatures, no ε)', async () => {
+    const { code, stdout } = await cli(
+      'grpo',
+      '--config',
+      configPath,
+      '--set',
+      'lossMode=sapo',
+      '--set',
+      'topEntropyQuantile=0.2',
+      '--set',
+      'offPolicyMaskThreshold=0.5',
+      '--set',
+      'useBiasCorrectionKl=true',
+      '--print-config',
+    );
+    expect(code).toBe(0);
+    const printed = YAML.parse(stdout) as Record<string, unknown>;
+    const expected = effectiveGrpoConfig({
+      ...trainerKeys,
+      lossMode: 'sapo',
+      topEntropyQuantile: 0.2,
+      offPolicyMaskThreshold: 0.5,
+      useBiasCorrectionKl: true,
+    } as GrpoConfig);
+    expect(grpoPart(printed)).toEqual(expected);
+    expect(printed).toMatchObject({
+      lossMode: 'sapo',
+      sapoTemperaturePos: TRAINER_DEFAULTS.sapoTemperaturePos,
+      sapoTemperatureNeg: TRAINER_DEFAULTS.sapoTemperatureNeg,
+      topEntropyQuantile: 0.2,
+    });
+    expect(printed).not.toHaveProperty('epsilonLow');
+  });
+
+  it('should refuse a combination that does nothing, and point TRL names to ours', async () => {
+    const dual = await cli(
+      'grpo',
+      '--config',
+      configPath,
+      '--set',
+      'lossMode=cispo',
+      '--set',
+      'dualClip=3',
+      '--print-config',
+    );
+    expect(dual.code).toBe(2);
+    expect(dual.stderr).toMatch(/config key 'dualClip' \(in --set\): .*lossMode 'cispo'/);
+    const trl = await cli(
+      'grpo',
+      '--config',
+      configPath,
+      '--set',
+      'top_entropy_quantile=0.2',
+      '--print-config',
+    );
+    expect(trl.code).toBe(2);
+    expect(trl.stderr).toMatch(/unknown key \(did you mean 'topEntropyQuantile'\?\)/);
+  });
+});
+
 describe('rlvr sft / distill --print-config', () => {
   it("should show the packages' defaults, the same student settings in both", async () => {
     const sft = YAML.parse((await cli('sft', '--print-config')).stdout) as Record<string, unknown>;

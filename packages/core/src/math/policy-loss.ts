@@ -1,76 +1,41 @@
-import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { assertKnownKeys } from '../validation/options.js';
+import { aggregationWeights } from './aggregate-loss.js';
+import { klGradient, klValue } from './kl.js';
 import {
-  isNumericArrayLike,
-  validateFiniteArray,
-  validateNumber,
-  validateOneOf,
-  validateRagged,
-} from '../validation/validate.js';
-import {
-  type AggregateLossOptions,
-  aggregationWeights,
-  LOSS_AGGREGATIONS,
-  type LossAggregation,
-} from './aggregate-loss.js';
-import { type KlEstimator, klGradient, klValue } from './kl.js';
+  type PolicyLossInput,
+  type PolicyLossSettings,
+  readPolicyLossInput,
+} from './policy-loss-input.js';
 
-/** `token`: one ratio per token (PPO/GRPO); `sequence`: the length-normalized sequence ratio (GSPO). */
-export type RatioLevel = 'token' | 'sequence';
-
-/** Input of {@link policyLoss}: ragged per-token arrays, one row per completion. */
-export type PolicyLossInput = {
-  /** Current policy logprobs of the sampled tokens. */
-  logprobs: readonly ArrayLike<number>[];
-  /** Logprobs of the policy that generated the batch (π_old); equal to `logprobs` when μ = 1. */
-  oldLogprobs: readonly ArrayLike<number>[];
-  /** One advantage per sequence, or one per token (ragged). */
-  advantages: ArrayLike<number> | readonly ArrayLike<number>[];
-  /** 1 = token counts, 0 = masked (prompt, padding, truncated completions). Default all ones. */
-  mask?: readonly ArrayLike<number>[];
-  /** Default `token`. */
-  ratioLevel?: RatioLevel;
-  /** Lower clip ε_low: ratio ≥ 1 − ε_low. Default 0.2. */
-  epsilonLow?: number;
-  /** Upper clip ε_high (clip-higher, DAPO: 0.28). Default = epsilonLow. */
-  epsilonHigh?: number;
-  /** Dual-clip constant c > 1: for A < 0 the loss is at most −A·c (verl `clip_ratio_c`, e.g. 3). */
-  dualClip?: number;
-  /** Two-sided clip δ > 1 + ε_high: the unclipped ratio is capped at δ (TRL `delta`, INTELLECT-2). */
-  delta?: number;
-  /** Frozen reference logprobs; needed when `klCoefficient` > 0. */
-  refLogprobs?: readonly ArrayLike<number>[];
-  /** β: weight of the per-token KL penalty added to the loss. Default 0 (no reference needed). */
-  klCoefficient?: number;
-  /** Default `k3`. */
-  klEstimator?: KlEstimator;
-  /** Per-token entropies of the current policy (nats), for the entropy bonus. */
-  entropies?: readonly ArrayLike<number>[];
-  /** η: the loss gets −η·entropy per token. Default 0. */
-  entropyCoefficient?: number;
-  /** Per-token importance weights from {@link mismatchCorrection}, multiplying the policy term. */
-  importanceWeights?: readonly ArrayLike<number>[];
-  /** Default `seq-mean-token-mean`. */
-  aggregation?: LossAggregation;
-  /** Global counts / normalizer for the aggregation (see {@link AggregateLossOptions}). */
-  aggregationOptions?: AggregateLossOptions;
-};
+export type {
+  LossMode,
+  PolicyLossInput,
+  RatioLevel,
+} from './policy-loss-input.js';
+export { LOSS_MODES, POLICY_LOSS_DEFAULTS } from './policy-loss-input.js';
 
 /** Token-weighted means over unmasked tokens, as TRL/verl log them. */
 export type PolicyLossMetrics = {
-  /** Fraction of tokens with A < 0 and ratio < 1 − ε_low (TRL `clip_ratio/low_mean`). */
+  /** Fraction of tokens with A < 0 and ratio < 1 − ε_low (TRL `clip_ratio/low_mean`; 0 for `sapo`). */
   clipRatioLow: number;
-  /** Fraction of tokens with A > 0 and ratio > 1 + ε_high (TRL `clip_ratio/high_mean`). */
+  /** Fraction of tokens with A > 0 and ratio > 1 + ε_high (TRL `clip_ratio/high_mean`; 0 for `sapo`). */
   clipRatioHigh: number;
   /** Either of the two (TRL `clip_ratio/region_mean`). */
   clipRatioRegion: number;
-  /** Fraction of tokens where the clipped term was larger than the unclipped one (verl `pg_clipfrac`). */
+  /**
+   * Fraction of tokens where the clipped term was larger than the unclipped one (verl
+   * `pg_clipfrac`); for `cispo`, where the weight was clipped (either side); 0 for `sapo`.
+   */
   clipFraction: number;
   /** Fraction of tokens capped by the dual clip (verl `pg_clipfrac_lower`). */
   dualClipFraction: number;
+  /** Fraction of tokens whose policy term the off-policy sequence mask dropped. */
+  offPolicyMaskedFraction: number;
   /** Mean of (oldLogprob − logprob) (verl `ppo_kl`). */
   approxKl: number;
-  /** Mean KL to the reference under the chosen estimator (0 without a reference). */
+  /**
+   * Mean KL to the reference under the chosen estimator (0 without a reference); with
+   * `useBiasCorrectionKl`, of the ratio-weighted estimate (as TRL logs it).
+   */
   kl: number;
   /** Mean policy entropy (0 without entropies). */
   entropy: number;
@@ -87,12 +52,15 @@ export type PolicyLossResult = {
   loss: number;
   /** The aggregated policy-gradient term alone (without KL and entropy). */
   policyLoss: number;
-  /** Per-token total loss: w_is·pg + β·kl − η·entropy (0 where masked). */
+  /** Per-token total loss: w_is·keep·pg + β·kl − η·keep·entropy (0 where masked). */
   perTokenLoss: number[][];
   /**
-   * d loss / d logprob for every token, through the clip, dual clip, δ cap, KL estimator and
-   * aggregation weights (the entropy term depends on logits, not on this logprob, and is excluded).
-   * For `sequence` ratios this is the GSPO-token gradient (ratio value s_i, d s_i,t / d logp_t = s_i).
+   * d loss / d logprob for every token, through the clip, dual clip, δ cap, SAPO gate, KL
+   * estimator (and its ratio weight) and aggregation weights (the entropy term depends on logits,
+   * not on this logprob, and is excluded; the masks are constants). For `sequence` ratios every
+   * ratio-dependent term (the surrogate, the bias-corrected KL's ratio weight) takes the GSPO-token
+   * gradient (ratio value s_i, d s_i,t / d logp_t = s_i): a token's gradient depends on its own
+   * weights only, so masks and per-token weights select tokens as they do for token ratios.
    */
   gradLogprobs: number[][];
   /** The ratio value used at every token (token ratio, or the sequence ratio repeated). */
@@ -100,40 +68,73 @@ export type PolicyLossResult = {
   metrics: PolicyLossMetrics;
 };
 
-const FN = 'policyLoss';
+/** One token's policy-gradient term: value, d / d logp and its clip statistics. */
+type Surrogate = { pg: number; gradient: number; clipped: boolean; dual: boolean };
 
-/**
- * The PPO/GRPO clipped surrogate on plain arrays: the float64 reference the tfjs trainer must match.
- *
- * Per token, with ratio r = exp(logp − oldLogp) (token level, log-ratio clamped to ±20 as in verl)
- * or the GSPO sequence ratio s = exp(mean_t(logp − oldLogp)) (clamped to ≤ 10 in log space):
- * `pg = max(−A·min(r, δ), −A·clip(r, 1 − ε_low, 1 + ε_high))`, then for A < 0 with dual clip
- * `pg = min(pg, −A·c)`; the token loss is `w_is·pg + β·KL_t − η·H_t`, aggregated by `aggregation`.
- *
- * @example
- * ```ts
- * const { loss, metrics } = policyLoss({
- *   logprobs: [[-0.9, -1.1]], oldLogprobs: [[-1.0, -1.0]], advantages: [1.29],
- *   epsilonLow: 0.2, epsilonHigh: 0.28, aggregation: 'token-mean',
- * });
- * ```
- * @throws {InvalidArgumentError} | {@link ShapeMismatchError} | {@link NonFiniteError} naming the
- * parameter.
- */
-export function policyLoss(input: PolicyLossInput): PolicyLossResult {
-  const settings = readInput(input);
-  const { logprobs, oldLogprobs, mask, epsilonLow, epsilonHigh, dualClip, delta } = settings;
-  const sequenceCount = logprobs.length;
+/** The policy-gradient term of `lossMode` at one token (see {@link LossMode}). */
+function surrogate(
+  s: PolicyLossSettings,
+  advantage: number,
+  ratio: number,
+  ratioGradient: number,
+  logprob: number,
+): Surrogate {
+  const low = 1 - s.epsilonLow;
+  const high = 1 + s.epsilonHigh;
+  if (s.lossMode === 'cispo') {
+    const weight = Math.min(Math.max(ratio, low), high);
+    return {
+      pg: -weight * advantage * logprob,
+      gradient: -weight * advantage,
+      clipped: ratio < low || ratio > high,
+      dual: false,
+    };
+  }
+  if (s.lossMode === 'sapo') {
+    const tau = advantage > 0 ? s.sapoTemperaturePos : s.sapoTemperatureNeg;
+    const gate = sigmoid(tau * (ratio - 1));
+    return {
+      pg: (-advantage * gate * 4) / tau,
+      gradient: -advantage * 4 * gate * (1 - gate) * ratioGradient,
+      clipped: false,
+      dual: false,
+    };
+  }
+  const { delta, dualClip } = s;
+  const capped = delta === undefined ? ratio : Math.min(ratio, delta);
+  const cappedGradient = delta !== undefined && ratio > delta ? 0 : ratioGradient;
+  const clippedRatio = Math.min(Math.max(ratio, low), high);
+  const clippedGradient = ratio < low || ratio > high ? 0 : ratioGradient;
+  const unclippedLoss = -advantage * capped;
+  const clippedLoss = -advantage * clippedRatio;
+  const clipped = clippedLoss > unclippedLoss;
+  let pg = clipped ? clippedLoss : unclippedLoss;
+  let gradient = -advantage * (clipped ? clippedGradient : cappedGradient);
+  let dual = false;
+  if (dualClip !== undefined && advantage < 0 && pg > -advantage * dualClip) {
+    pg = -advantage * dualClip;
+    gradient = 0;
+    dual = true;
+  }
+  return { pg, gradient, clipped, dual };
+}
 
-  // Ratios (value) and d ratio / d logp.
+/** The logistic function, without overflow for large |x|. */
+function sigmoid(x: number): number {
+  if (x >= 0) return 1 / (1 + Math.exp(-x));
+  const e = Math.exp(x);
+  return e / (1 + e);
+}
+
+/** Ratio values and d ratio / d logp per token (0 where the log-ratio clamp binds). */
+function computeRatios(s: PolicyLossSettings) {
   const ratios: number[][] = [];
   const ratioGradients: number[][] = [];
-  for (let sequence = 0; sequence < sequenceCount; sequence++) {
-    const current = logprobs[sequence]!;
-    const old = oldLogprobs[sequence]!;
-    const rowMask = mask[sequence]!;
+  s.logprobs.forEach((current, sequence) => {
+    const old = s.oldLogprobs[sequence]!;
+    const rowMask = s.mask[sequence]!;
     const length = current.length;
-    if (settings.ratioLevel === 'token') {
+    if (s.ratioLevel === 'token') {
       const row: number[] = new Array(length);
       const gradientRow: number[] = new Array(length);
       for (let index = 0; index < length; index++) {
@@ -144,22 +145,79 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
       }
       ratios.push(row);
       ratioGradients.push(gradientRow);
-    } else {
-      let sum = 0;
-      let count = 0;
-      for (let index = 0; index < length; index++) {
-        const m = rowMask[index]!;
-        if (m === 0) continue;
-        sum += m * (current[index]! - old[index]!);
-        count += m;
-      }
-      const logRatio = count > 0 ? sum / count : 0;
-      const clamped = Math.min(logRatio, 10);
-      const value = Math.exp(clamped);
-      ratios.push(new Array(length).fill(value));
-      ratioGradients.push(new Array(length).fill(clamped === logRatio ? value : 0));
+      return;
     }
-  }
+    let sum = 0;
+    let count = 0;
+    for (let index = 0; index < length; index++) {
+      const m = rowMask[index]!;
+      if (m === 0) continue;
+      sum += m * (current[index]! - old[index]!);
+      count += m;
+    }
+    const logRatio = count > 0 ? sum / count : 0;
+    const clamped = Math.min(logRatio, 10);
+    const value = Math.exp(clamped);
+    const slope = clamped === logRatio ? value : 0;
+    ratios.push(new Array(length).fill(value));
+    ratioGradients.push(new Array(length).fill(slope));
+  });
+  return { ratios, ratioGradients };
+}
+
+/**
+ * Per sequence: whether the off-policy mask drops its A < 0 tokens, i.e. whether the mean over
+ * its unmasked tokens of `behaviour − logprob` exceeds δ (DeepSeek-V3.2 Eq. 9, TRL's
+ * `get_off_policy_mask`).
+ */
+function offPolicySequences(s: PolicyLossSettings): boolean[] | undefined {
+  const threshold = s.offPolicyMaskThreshold;
+  if (threshold === undefined) return undefined;
+  const behaviour = s.behaviourLogprobs ?? s.oldLogprobs;
+  return s.logprobs.map((current, sequence) => {
+    const rowMask = s.mask[sequence]!;
+    const row = behaviour[sequence]!;
+    let sum = 0;
+    let count = 0;
+    for (let index = 0; index < current.length; index++) {
+      const m = rowMask[index]!;
+      if (m === 0) continue;
+      sum += m * (row[index]! - current[index]!);
+      count += m;
+    }
+    return count > 0 && sum / count > threshold;
+  });
+}
+
+/**
+ * The policy-gradient loss on plain arrays: the float64 reference the trainer must match.
+ *
+ * Per token, with ratio r = exp(logp − oldLogp) (token level, log-ratio clamped to ±20 as in verl)
+ * or the GSPO sequence ratio s = exp(mean_t(logp − oldLogp)) (clamped to ≤ 10 in log space), the
+ * policy term pg of `lossMode` (`clip`: `max(−A·min(r, δ), −A·clip(r, 1 − ε_low, 1 + ε_high))`, then
+ * for A < 0 with dual clip `min(pg, −A·c)`; `cispo`: `−sg(clip(r))·A·logp`; `sapo`:
+ * `−A·σ(τ(r − 1))·4/τ`), then the token loss is `w_is·keep·pg + β·KL_t − η·keep·H_t` (with
+ * `useBiasCorrectionKl`, `β·r·KL_t`), keep = the off-policy mask × `entropyMask`, aggregated by
+ * `aggregation`.
+ *
+ * @example
+ * ```ts
+ * const { loss, metrics } = policyLoss({
+ *   logprobs: [[-0.9, -1.1]], oldLogprobs: [[-1.0, -1.0]], advantages: [1.29],
+ *   epsilonLow: 0.2, epsilonHigh: 0.28, aggregation: 'token-mean',
+ * });
+ * ```
+ * @throws {InvalidArgumentError} | {@link ShapeMismatchError} | {@link NonFiniteError} naming the
+ * parameter; `INEFFECTIVE_OPTION` for a setting the combination does not read (a dual clip or δ
+ * with `cispo`, ε or δ with `sapo`, SAPO temperatures without `sapo`, `useBiasCorrectionKl` at
+ * β = 0, `behaviourLogprobs` without `offPolicyMaskThreshold`).
+ */
+export function policyLoss(input: PolicyLossInput): PolicyLossResult {
+  const s = readPolicyLossInput(input);
+  const { logprobs, oldLogprobs, mask } = s;
+  const { ratios, ratioGradients } = computeRatios(s);
+  const dropSequence = offPolicySequences(s);
+  const correctKl = s.useBiasCorrectionKl && s.klCoefficient !== 0;
 
   const perTokenLoss: number[][] = [];
   const perTokenPolicy: number[][] = [];
@@ -169,6 +227,7 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
     high: 0,
     clipped: 0,
     dual: 0,
+    offPolicy: 0,
     approxKl: 0,
     kl: 0,
     entropy: 0,
@@ -177,7 +236,8 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
     ratioMax: -Infinity,
     tokens: 0,
   };
-  for (let sequence = 0; sequence < sequenceCount; sequence++) {
+  const isClip = s.lossMode !== 'sapo';
+  for (let sequence = 0; sequence < logprobs.length; sequence++) {
     const length = logprobs[sequence]!.length;
     const lossRow = new Array<number>(length).fill(0);
     const policyRow = new Array<number>(length).fill(0);
@@ -185,63 +245,48 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
     for (let index = 0; index < length; index++) {
       const m = mask[sequence]![index]!;
       if (m === 0) continue;
-      const advantage = settings.advantageAt(sequence, index);
+      const advantage = s.advantageAt(sequence, index);
       const ratio = ratios[sequence]![index]!;
       const ratioGradient = ratioGradients[sequence]![index]!;
-      const capped = delta === undefined ? ratio : Math.min(ratio, delta);
-      const cappedGradient = delta !== undefined && ratio > delta ? 0 : ratioGradient;
-      const clippedRatio = Math.min(Math.max(ratio, 1 - epsilonLow), 1 + epsilonHigh);
-      const clippedGradient = ratio < 1 - epsilonLow || ratio > 1 + epsilonHigh ? 0 : ratioGradient;
-      const unclippedLoss = -advantage * capped;
-      const clippedLoss = -advantage * clippedRatio;
-      let pg: number;
-      let pgGradient: number;
-      if (clippedLoss > unclippedLoss) {
-        pg = clippedLoss;
-        pgGradient = -advantage * clippedGradient;
-        stats.clipped += m;
-      } else {
-        pg = unclippedLoss;
-        pgGradient = -advantage * cappedGradient;
-      }
-      if (dualClip !== undefined && advantage < 0 && pg > -advantage * dualClip) {
-        pg = -advantage * dualClip;
-        pgGradient = 0;
-        stats.dual += m;
-      }
-      if (advantage < 0 && ratio < 1 - epsilonLow) stats.low += m;
-      if (advantage > 0 && ratio > 1 + epsilonHigh) stats.high += m;
+      const current = logprobs[sequence]![index]!;
+      const term = surrogate(s, advantage, ratio, ratioGradient, current);
+      if (term.clipped) stats.clipped += m;
+      if (term.dual) stats.dual += m;
+      if (isClip && advantage < 0 && ratio < 1 - s.epsilonLow) stats.low += m;
+      if (isClip && advantage > 0 && ratio > 1 + s.epsilonHigh) stats.high += m;
 
-      const importance = settings.importanceWeights
-        ? settings.importanceWeights[sequence]![index]!
-        : 1;
-      let total = importance * pg;
-      let gradient = importance * pgGradient;
-      if (settings.klCoefficient !== 0) {
-        const current = logprobs[sequence]![index]!;
-        const reference = settings.refLogprobs![sequence]![index]!;
-        const kl = klValue(current, reference, settings.klEstimator);
-        total += settings.klCoefficient * kl;
-        gradient += settings.klCoefficient * klGradient(current, reference, settings.klEstimator);
-        stats.kl += m * kl;
-      } else if (settings.refLogprobs) {
-        stats.kl +=
-          m *
-          klValue(
-            logprobs[sequence]![index]!,
-            settings.refLogprobs[sequence]![index]!,
-            settings.klEstimator,
-          );
+      let keep = s.entropyMask ? s.entropyMask[sequence]![index]! : 1;
+      if (dropSequence?.[sequence] === true && advantage < 0) {
+        keep = 0;
+        stats.offPolicy += m;
       }
-      if (settings.entropies) {
-        const entropy = settings.entropies[sequence]![index]!;
-        total -= settings.entropyCoefficient * entropy;
+      const importance = s.importanceWeights ? s.importanceWeights[sequence]![index]! : 1;
+      const policy = importance * keep * term.pg;
+      let total = policy;
+      let gradient = importance * keep * term.gradient;
+      if (s.refLogprobs) {
+        const reference = s.refLogprobs[sequence]![index]!;
+        const kl = klValue(current, reference, s.klEstimator);
+        const klSlope = klGradient(current, reference, s.klEstimator);
+        const weight = correctKl ? ratio : 1;
+        if (s.klCoefficient !== 0) {
+          total += s.klCoefficient * weight * kl;
+          gradient += s.klCoefficient * weight * klSlope;
+          // d r / d logp of the ratio weight (GSPO: the GSPO-token d s_i,t / d logp_t = s_i)
+          if (correctKl) gradient += s.klCoefficient * ratioGradient * kl;
+        }
+        stats.kl += m * weight * kl;
+      }
+      if (s.entropies) {
+        const entropy = s.entropies[sequence]![index]!;
+        total -=
+          s.entropyCoefficient * (s.entropyMask ? s.entropyMask[sequence]![index]! : 1) * entropy;
         stats.entropy += m * entropy;
       }
-      lossRow[index] = total;
-      policyRow[index] = importance * pg;
-      gradientRow[index] = gradient + 0; // normalizes -0
-      stats.approxKl += m * (oldLogprobs[sequence]![index]! - logprobs[sequence]![index]!);
+      lossRow[index] = total + 0;
+      policyRow[index] = policy + 0;
+      gradientRow[index] = gradient;
+      stats.approxKl += m * (oldLogprobs[sequence]![index]! - current);
       stats.ratioSum += m * ratio;
       stats.ratioMin = Math.min(stats.ratioMin, ratio);
       stats.ratioMax = Math.max(stats.ratioMax, ratio);
@@ -252,14 +297,14 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
     perTokenGradient.push(gradientRow);
   }
 
-  const weights = aggregationWeights(mask, settings.aggregation, settings.aggregationOptions);
+  const weights = aggregationWeights(mask, s.aggregation, s.aggregationOptions);
   let loss = 0;
   let policyOnly = 0;
   const gradLogprobs = weights.map((row, sequence) =>
     row.map((weight, index) => {
       loss += weight * perTokenLoss[sequence]![index]!;
       policyOnly += weight * perTokenPolicy[sequence]![index]!;
-      return weight * perTokenGradient[sequence]![index]!;
+      return weight * perTokenGradient[sequence]![index]! + 0; // + 0 normalizes −0
     }),
   );
   const tokens = stats.tokens;
@@ -276,6 +321,7 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
       clipRatioRegion: mean(stats.low + stats.high),
       clipFraction: mean(stats.clipped),
       dualClipFraction: mean(stats.dual),
+      offPolicyMaskedFraction: mean(stats.offPolicy),
       approxKl: mean(stats.approxKl),
       kl: mean(stats.kl),
       entropy: mean(stats.entropy),
@@ -284,172 +330,5 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
       ratioMax: tokens > 0 ? stats.ratioMax : 1,
       tokens,
     },
-  };
-}
-
-type Settings = {
-  logprobs: readonly ArrayLike<number>[];
-  oldLogprobs: readonly ArrayLike<number>[];
-  mask: readonly ArrayLike<number>[];
-  advantageAt: (sequence: number, index: number) => number;
-  ratioLevel: RatioLevel;
-  epsilonLow: number;
-  epsilonHigh: number;
-  dualClip: number | undefined;
-  delta: number | undefined;
-  refLogprobs: readonly ArrayLike<number>[] | undefined;
-  klCoefficient: number;
-  klEstimator: KlEstimator;
-  entropies: readonly ArrayLike<number>[] | undefined;
-  entropyCoefficient: number;
-  importanceWeights: readonly ArrayLike<number>[] | undefined;
-  aggregation: LossAggregation;
-  aggregationOptions: AggregateLossOptions | undefined;
-};
-
-function readInput(input: PolicyLossInput): Settings {
-  if (input === null || typeof input !== 'object') {
-    throw new InvalidArgumentError({
-      parameter: 'input',
-      functionName: FN,
-      value: input,
-      expected: 'an input object',
-    });
-  }
-  assertKnownKeys(input, {
-    parameter: '',
-    functionName: FN,
-    known: [
-      'logprobs',
-      'oldLogprobs',
-      'advantages',
-      'mask',
-      'ratioLevel',
-      'epsilonLow',
-      'epsilonHigh',
-      'dualClip',
-      'delta',
-      'refLogprobs',
-      'klCoefficient',
-      'klEstimator',
-      'entropies',
-      'entropyCoefficient',
-      'importanceWeights',
-      'aggregation',
-      'aggregationOptions',
-    ],
-  });
-  const context = (parameter: string) => ({ parameter, functionName: FN });
-  const logprobs = validateRagged(input.logprobs, context('logprobs'));
-  const shape = { shapeOf: logprobs, shapeName: 'logprobs' };
-  const oldLogprobs = validateRagged(input.oldLogprobs, { ...context('oldLogprobs'), ...shape });
-  const mask =
-    input.mask === undefined
-      ? logprobs.map((row) => new Array<number>(row.length).fill(1))
-      : validateRagged(input.mask, { ...context('mask'), ...shape });
-
-  let advantageAt: Settings['advantageAt'];
-  const rawAdvantages = input.advantages as unknown;
-  if (
-    Array.isArray(rawAdvantages) &&
-    rawAdvantages.length > 0 &&
-    isNumericArrayLike(rawAdvantages[0])
-  ) {
-    const perToken = validateRagged(rawAdvantages, { ...context('advantages'), ...shape });
-    advantageAt = (sequence, index) => perToken[sequence]![index]!;
-  } else {
-    const perSequence = validateFiniteArray(rawAdvantages, {
-      ...context('advantages'),
-      length: logprobs.length,
-    });
-    advantageAt = (sequence) => perSequence[sequence]!;
-  }
-
-  const ratioLevel = validateOneOf(
-    input.ratioLevel ?? 'token',
-    ['token', 'sequence'],
-    context('ratioLevel'),
-  );
-  const epsilonLow = validateNumber(input.epsilonLow ?? 0.2, {
-    ...context('epsilonLow'),
-    min: 0,
-    max: 1,
-  });
-  const epsilonHigh = validateNumber(input.epsilonHigh ?? epsilonLow, {
-    ...context('epsilonHigh'),
-    min: 0,
-  });
-  const dualClip =
-    input.dualClip === undefined
-      ? undefined
-      : validateNumber(input.dualClip, { ...context('dualClip'), min: 1, exclusiveMin: true });
-  const delta =
-    input.delta === undefined
-      ? undefined
-      : validateNumber(input.delta, {
-          ...context('delta'),
-          min: 1 + epsilonHigh,
-          exclusiveMin: true,
-        });
-  const klCoefficient = validateNumber(input.klCoefficient ?? 0, {
-    ...context('klCoefficient'),
-    min: 0,
-  });
-  const klEstimator = validateOneOf(
-    input.klEstimator ?? 'k3',
-    ['k1', 'k2', 'k3', 'abs'],
-    context('klEstimator'),
-  );
-  let refLogprobs: readonly ArrayLike<number>[] | undefined;
-  if (input.refLogprobs !== undefined) {
-    refLogprobs = validateRagged(input.refLogprobs, { ...context('refLogprobs'), ...shape });
-  } else if (klCoefficient > 0) {
-    throw new InvalidArgumentError({
-      ...context('refLogprobs'),
-      value: undefined,
-      expected: 'reference logprobs when klCoefficient > 0',
-    });
-  }
-  const entropyCoefficient = validateNumber(
-    input.entropyCoefficient ?? 0,
-    context('entropyCoefficient'),
-  );
-  let entropies: readonly ArrayLike<number>[] | undefined;
-  if (input.entropies !== undefined) {
-    entropies = validateRagged(input.entropies, { ...context('entropies'), ...shape });
-  } else if (entropyCoefficient !== 0) {
-    throw new InvalidArgumentError({
-      ...context('entropies'),
-      value: undefined,
-      expected: 'per-token entropies when entropyCoefficient is not 0',
-    });
-  }
-  const importanceWeights =
-    input.importanceWeights === undefined
-      ? undefined
-      : validateRagged(input.importanceWeights, { ...context('importanceWeights'), ...shape });
-  const aggregation = validateOneOf(
-    input.aggregation ?? 'seq-mean-token-mean',
-    LOSS_AGGREGATIONS,
-    context('aggregation'),
-  );
-  return {
-    logprobs,
-    oldLogprobs,
-    mask,
-    advantageAt,
-    ratioLevel,
-    epsilonLow,
-    epsilonHigh,
-    dualClip,
-    delta,
-    refLogprobs,
-    klCoefficient,
-    klEstimator,
-    entropies,
-    entropyCoefficient,
-    importanceWeights,
-    aggregation,
-    aggregationOptions: input.aggregationOptions,
   };
 }

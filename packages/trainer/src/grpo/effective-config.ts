@@ -16,8 +16,10 @@ const FN = 'effectiveGrpoConfig';
  * only apply in some combinations are present only when they apply: `klEstimator` when β > 0,
  * `maxConsecutiveSkips` with `onNonFinite: 'skip'`, `normalizer` with
  * `seq-mean-token-sum-norm`, `rewardStd` when advantages are divided by a std, `saveEvery`,
- * `keepLast` and `logCompletionsEvery` with `outputDir`. Settings that are off unless given
- * (`topP`, `topK`, `minP`, `repetitionPenalty`, `stop`, `delta`, `dualClip`, `mismatch`,
+ * `keepLast` and `logCompletionsEvery` with `outputDir`, `epsilonLow` / `epsilonHigh` unless
+ * `lossMode` is `sapo`, `sapoTemperaturePos` / `sapoTemperatureNeg` with `sapo`. Settings that
+ * are off unless given (`topP`, `topK`, `minP`, `repetitionPenalty`, `stop`, `delta`, `dualClip`,
+ * `offPolicyMaskThreshold`, `mismatch`,
  * `overlong`, `miniBatchSize`, `microBatchSize`, `outputDir`, `progress`) are present only when
  * given (`microBatchSize` not given: {@link TRAINER_DEFAULTS}`.microBatchSize`, the whole batch in
  * one pass). `schedule` and `optimizer` are complete ({@link SCHEDULE_DEFAULTS}, {@link ADAMW_DEFAULTS}
@@ -34,8 +36,9 @@ export type EffectiveGrpoConfig = GrpoConfig &
       | 'shuffle'
       | 'temperature'
       | 'beta'
-      | 'epsilonLow'
-      | 'epsilonHigh'
+      | 'lossMode'
+      | 'topEntropyQuantile'
+      | 'useBiasCorrectionKl'
       | 'ratioLevel'
       | 'entropyCoefficient'
       | 'lossAggregation'
@@ -89,7 +92,12 @@ export function effectiveGrpoConfig(config: GrpoConfig): EffectiveGrpoConfig {
   const scaleRewards = resolved.scaleRewards ?? defaultRewardScaling(resolved);
   const effective: EffectiveGrpoConfig = {
     ...settings,
-    epsilonHigh: loss.epsilonHigh,
+    ...(loss.lossMode === 'sapo'
+      ? {
+          sapoTemperaturePos: loss.sapoTemperaturePos!,
+          sapoTemperatureNeg: loss.sapoTemperatureNeg!,
+        }
+      : { epsilonLow: loss.epsilonLow, epsilonHigh: loss.epsilonHigh }),
     ratioLevel: loss.ratioLevel,
     entropyCoefficient: loss.entropyCoefficient,
     scaleRewards,
@@ -99,6 +107,7 @@ export function effectiveGrpoConfig(config: GrpoConfig): EffectiveGrpoConfig {
   };
   // Only what applies in this combination (createGrpoTrainer rejects the rest when given).
   if (resolved.beta === 0) delete effective.klEstimator;
+  if (loss.lossMode === 'sapo') delete effective.epsilonLow;
   if (resolved.onNonFinite === 'error') delete effective.maxConsecutiveSkips;
   if (loss.normalizer !== undefined) effective.normalizer = loss.normalizer;
   if (resolved.mismatch !== undefined) effective.mismatch = effectiveMismatch(resolved.mismatch);

@@ -3,6 +3,7 @@ import type {
   AdvantageScaling,
   KlEstimator,
   LossAggregation,
+  LossMode,
   MismatchMode,
   MultiRewardAggregation,
   RatioLevel,
@@ -60,14 +61,58 @@ export type GrpoConfig = {
   beta?: number;
   /** KL estimator (default `k3`). Setting it with β = 0 is `INEFFECTIVE_OPTION`. */
   klEstimator?: KlEstimator;
-  /** ε_low (default 0.2) [`epsilon`]. */
+  /**
+   * DeepSeek-V3.2's bias-corrected KL: the per-token KL estimate times the importance ratio
+   * π_θ/π_old, with the gradient through it (for k3: `r·(logp − refLogp)`, unbiased under π_old's
+   * samples) [`use_bias_correction_kl`]. Default false; with β = 0 it is `INEFFECTIVE_OPTION`.
+   */
+  useBiasCorrectionKl?: boolean;
+  /**
+   * The policy-gradient term (default `clip`): `clip` is PPO/GRPO/DAPO's clipped surrogate,
+   * `cispo` MiniMax-M1's (the clipped ratio `clip(r, 1 − ε_low, 1 + ε_high)` as a stop-gradient
+   * weight on −A·log π: every token keeps a gradient), `sapo` the soft gate `σ(τ(r − 1))·4/τ` of
+   * Soft Adaptive Policy Optimization [TRL `loss_type: 'cispo' | 'sapo'`; verl
+   * `policy_loss.loss_mode`]. TRL aggregates `cispo` as `dapo` (our default `token-mean`) and
+   * `sapo` as `grpo` (`seq-mean-token-mean`, as verl always does for SAPO): set `lossAggregation`
+   * to match. A dual clip or δ with `cispo`, and ε, δ or the dual clip with `sapo`, are
+   * `INEFFECTIVE_OPTION`.
+   */
+  lossMode?: LossMode;
+  /**
+   * ε_low (default 0.2) [`epsilon`]; with `cispo` the weight's lower bound 1 − ε_low (MiniMax-M1
+   * sets none: `epsilonLow: 1`).
+   */
   epsilonLow?: number;
-  /** ε_high (default ε_low; DAPO 0.28) [`epsilon_high`]. */
+  /**
+   * ε_high (default ε_low; DAPO 0.28) [`epsilon_high`]; with `cispo` the weight's cap 1 + ε_high
+   * (TRL's `epsilon_high` for cispo is the cap itself: its recommended 5.0 is `epsilonHigh: 4`).
+   */
   epsilonHigh?: number;
-  /** Two-sided clip δ [`delta`]. */
+  /** Two-sided clip δ [`delta`]. `clip` only. */
   delta?: number;
-  /** Dual-clip constant c > 1. */
+  /** Dual-clip constant c > 1. `clip` only. */
   dualClip?: number;
+  /** SAPO's gate temperature for A > 0 (default 1) [`sapo_temperature_pos`]. `sapo` only. */
+  sapoTemperaturePos?: number;
+  /** SAPO's gate temperature for A ≤ 0 (default 1.05) [`sapo_temperature_neg`]. `sapo` only. */
+  sapoTemperatureNeg?: number;
+  /**
+   * ρ ∈ [0, 1] of "Beyond the 80/20 Rule" (default 1: every token; the paper: 0.2)
+   * [`top_entropy_quantile`]: the policy term (and the entropy bonus) only on the tokens whose
+   * entropy is ≥ the (1 − ρ)-quantile of the mini-batch's unmasked tokens. The entropies are the
+   * pre-update policy's (the start of the step, as π_old), so the selection is fixed over the μ
+   * iterations and does not depend on `microBatchSize`; TRL takes the quantile per micro-batch of
+   * the current forward (the same when the mini-batch is one micro-batch and μ = 1). Costs one
+   * forward pass per step when π_old is not computed anyway (μ = 1, one mini-batch, no `mismatch`).
+   */
+  topEntropyQuantile?: number;
+  /**
+   * δ ≥ 0 of DeepSeek-V3.2's off-policy sequence masking [`off_policy_mask_threshold`, e.g. 0.5]:
+   * a sequence's tokens with A < 0 lose their policy term when the sequence's mean of
+   * `behaviourLogprob − logprob` (the sampler's logprobs vs the current policy, over its loss
+   * tokens) exceeds δ. The KL term stays. Default: off.
+   */
+  offPolicyMaskThreshold?: number;
   /** Token or sequence (GSPO) ratios [`importance_sampling_level`]. Default `token`. */
   ratioLevel?: RatioLevel;
   /** η: entropy bonus (default 0). */
@@ -225,6 +270,9 @@ export type ResolvedGrpoConfig = Required<
     | 'quiet'
     | 'entropyCollapseRatio'
     | 'lossAggregation'
+    | 'lossMode'
+    | 'topEntropyQuantile'
+    | 'useBiasCorrectionKl'
     | 'onNonFinite'
     | 'maxConsecutiveSkips'
     | 'maxGradNorm'

@@ -47,12 +47,17 @@ function sampleMetrics(run: RunContext, generated: readonly Group[]): Record<str
   return metrics;
 }
 
+/** The mean of `key` over the applied updates (0 when none was applied). */
+function meanOver(updates: readonly GrpoStepMetrics[], key: keyof GrpoStepMetrics): number {
+  const applied = updates.filter((update) => !update.skipped);
+  return applied.length > 0
+    ? applied.reduce((sum, update) => sum + (update[key] as number), 0) / applied.length
+    : 0;
+}
+
 function updateMetrics(updates: readonly GrpoStepMetrics[]): Record<string, number> {
   const applied = updates.filter((update) => !update.skipped);
-  const mean = (key: keyof GrpoStepMetrics) =>
-    applied.length > 0
-      ? applied.reduce((sum, update) => sum + (update[key] as number), 0) / applied.length
-      : 0;
+  const mean = (key: keyof GrpoStepMetrics) => meanOver(updates, key);
   return {
     loss: mean('loss'),
     policy_loss: mean('policyLoss'),
@@ -129,6 +134,12 @@ export function stepMetrics(
     'dynamic_sampling/kept_groups': collected.kept.length,
     ...outcome.metrics,
     ...updateMetrics(outcome.updates),
+    // only when the off-policy mask is on (runs without it keep their metric names)
+    ...(run.config.offPolicyMaskThreshold === undefined
+      ? {}
+      : {
+          'off_policy_mask/masked_fraction': meanOver(outcome.updates, 'offPolicyMaskedFraction'),
+        }),
     optimizer_step: run.policy.step,
     'skipped/over_context': outcome.overContext,
     'skipped/non_finite_rewards': collected.nonFiniteRewards,

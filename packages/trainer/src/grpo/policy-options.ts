@@ -8,7 +8,8 @@ import type { ResolvedGrpoConfig } from './grpo-config.js';
  * The `createPolicyTrainer` options of a GRPO config: the same defaults (TRAINER_DEFAULTS), the
  * sampling temperature as `grpo.temperature`, and only the settings that have an effect in this
  * combination (no `klEstimator` at β = 0, `normalizer` only for `seq-mean-token-sum-norm`,
- * `maxConsecutiveSkips` only with `onNonFinite: 'skip'`). @internal
+ * `maxConsecutiveSkips` only with `onNonFinite: 'skip'`, no `epsilonLow` with `lossMode: 'sapo'`).
+ * @internal
  */
 export function policyOptions(
   config: ResolvedGrpoConfig,
@@ -33,10 +34,15 @@ export function policyOptions(
     ...(config.onNonFinite === 'skip' ? { maxConsecutiveSkips: config.maxConsecutiveSkips } : {}),
     grpo: {
       temperature: config.temperature,
-      epsilonLow: config.epsilonLow,
+      // SAPO reads no ε (a given one is refused by the config check, under its config name)
+      ...(config.lossMode === 'sapo' ? {} : { epsilonLow: config.epsilonLow }),
       beta: config.beta,
       lossAggregation: config.lossAggregation,
+      lossMode: config.lossMode,
+      topEntropyQuantile: config.topEntropyQuantile,
+      useBiasCorrectionKl: config.useBiasCorrectionKl,
       ...optional(['ratioLevel', 'epsilonHigh', 'dualClip', 'delta', 'entropyCoefficient']),
+      ...optional(['sapoTemperaturePos', 'sapoTemperatureNeg', 'offPolicyMaskThreshold']),
       ...optional(['mismatch']),
       ...(config.beta > 0 ? { klEstimator: config.klEstimator } : {}),
       ...(config.lossAggregation === 'seq-mean-token-sum-norm'

@@ -1,7 +1,6 @@
 import {
   type AdvantageScaling,
   InvalidArgumentError,
-  LOSS_AGGREGATIONS,
   rejectIneffective,
   softOverlongPenalty,
   validateInteger,
@@ -11,6 +10,11 @@ import {
 } from '@rlvr/core';
 import { TRAINER_DEFAULTS } from '../defaults.js';
 import { validateSchedule } from '../optim/schedule.js';
+import {
+  rejectIneffectiveVariants,
+  resolveLossVariants,
+  validateLossAggregation,
+} from '../train/loss-variant-options.js';
 import { checkAsyncConfig } from './grpo-async.js';
 import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
 
@@ -34,10 +38,16 @@ export const GRPO_CONFIG_KEYS = [
   'stop',
   'beta',
   'klEstimator',
+  'useBiasCorrectionKl',
+  'lossMode',
   'epsilonLow',
   'epsilonHigh',
   'delta',
   'dualClip',
+  'sapoTemperaturePos',
+  'sapoTemperatureNeg',
+  'topEntropyQuantile',
+  'offPolicyMaskThreshold',
   'ratioLevel',
   'entropyCoefficient',
   'lossAggregation',
@@ -114,6 +124,16 @@ const CONFIG_ALIASES: Record<string, string> = {
   max_async_level: 'maxStaleness',
   maxAsyncLevel: 'maxStaleness',
   max_head_offpolicyness: 'maxStaleness',
+  // the 2025–26 loss variants (TRL's GRPOConfig names; verl's where TRL has none)
+  loss_mode: 'lossMode',
+  policy_loss: 'lossMode',
+  sapo_temperature_pos: 'sapoTemperaturePos',
+  sapo_temperature_neg: 'sapoTemperatureNeg',
+  tau_pos: 'sapoTemperaturePos',
+  tau_neg: 'sapoTemperatureNeg',
+  top_entropy_quantile: 'topEntropyQuantile',
+  off_policy_mask_threshold: 'offPolicyMaskThreshold',
+  use_bias_correction_kl: 'useBiasCorrectionKl',
 };
 
 /** Every key of the `dynamicSampling`, `mismatch`, `overlong`, `schedule`, `optimizer` objects. */
@@ -396,7 +416,12 @@ export function resolveGrpoConfig(config: GrpoConfig, functionName: string): Res
       'normalize_then_sum',
     ]),
     maskTruncatedCompletions: raw.maskTruncatedCompletions ?? false,
-    lossAggregation: oneOf('lossAggregation', TRAINER_DEFAULTS.lossAggregation, LOSS_AGGREGATIONS),
+    lossAggregation: validateLossAggregation(
+      raw.lossAggregation ?? TRAINER_DEFAULTS.lossAggregation,
+      'config.lossAggregation',
+      functionName,
+    ),
+    ...resolveLossVariants(raw, 'config.', functionName),
     onNonFinite: oneOf('onNonFinite', TRAINER_DEFAULTS.onNonFinite, ['skip', 'error']),
     maxConsecutiveSkips: int(
       'maxConsecutiveSkips',
@@ -448,6 +473,7 @@ export function resolveGrpoConfig(config: GrpoConfig, functionName: string): Res
     });
   }
   rejectIneffectiveSettings(raw, resolved, functionName);
+  rejectIneffectiveVariants(raw, resolved.beta, 'config.', functionName);
   checkAsyncConfig(raw, resolved, functionName);
   return resolved;
 }

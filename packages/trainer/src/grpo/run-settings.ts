@@ -71,6 +71,13 @@ export function runSettings(
       config.lossAggregation === 'seq-mean-token-sum-norm'
         ? (config.normalizer ?? config.maxNewTokens)
         : undefined,
+    // the loss variants only when set, so runs without them keep their fingerprint
+    ...(config.lossMode === TRAINER_DEFAULTS.lossMode ? {} : { lossMode: config.lossMode }),
+    sapoTemperaturePos: config.lossMode === 'sapo' ? config.sapoTemperaturePos : undefined,
+    sapoTemperatureNeg: config.lossMode === 'sapo' ? config.sapoTemperatureNeg : undefined,
+    topEntropyQuantile: config.topEntropyQuantile < 1 ? config.topEntropyQuantile : undefined,
+    offPolicyMaskThreshold: config.offPolicyMaskThreshold,
+    useBiasCorrectionKl: config.useBiasCorrectionKl ? true : undefined,
     dynamicSampling: config.dynamic,
     // Only when asynchronous, so checkpoints of synchronous runs keep their fingerprint.
     maxStaleness: config.maxStaleness > 0 ? config.maxStaleness : undefined,

@@ -15,10 +15,10 @@ import { type HeadGraphMode, headGraph } from './head-graph.js';
 import {
   gradientNames,
   type LayerGraphMode,
-  layerCache,
   type LayerLora,
   type LayerSpec,
   type LoraModule,
+  layerCache,
   layerGraph,
   layerParamNames,
   layerParamShapes,

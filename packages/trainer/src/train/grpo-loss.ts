@@ -1,5 +1,6 @@
 import {
   aggregationWeights,
+  highEntropyMask,
   InvalidArgumentError,
   type MismatchMetrics,
   mismatchCorrection,
@@ -19,7 +20,7 @@ import {
   type MicroBatch,
   type Ragged,
 } from './gradient-engine.js';
-import type { ResolvedGrpoLoss } from './trainer-options.js';
+import { corePolicySettings, type ResolvedGrpoLoss } from './trainer-options.js';
 import type { GrpoBatch, GrpoStepOptions } from './trainer-types.js';
 
 const STEP_OPTION_KEYS = ['numIterations', 'miniBatchSize'] as const;
@@ -118,18 +119,25 @@ function validateBatchArrays(
   return { advantages, mask, behaviour };
 }
 
-/** What every optimizer step of a GRPO call shares: π_old, the reference and the correction. */
+/**
+ * What every optimizer step of a GRPO call shares: π_old, the reference, the correction, the
+ * pre-update entropies (`topEntropyQuantile` < 1) and the off-policy mask's behaviour logprobs
+ * (the batch's, else π_old; absent when neither exists: the mask could not drop anything).
+ */
 export type GrpoPrepared = {
   old: Ragged | undefined;
   reference: Ragged | undefined;
   mask: Ragged;
   importanceWeights: Ragged | undefined;
   mismatch: MismatchMetrics | undefined;
+  entropies?: Ragged;
+  behaviour?: readonly ArrayLike<number>[];
 };
 
 /**
- * π_old (when needed), the reference logprobs (β > 0) and the mismatch correction, all at the
- * loss temperature. @throws {NonFiniteError} when π_old or the reference logprobs are not finite.
+ * π_old (when needed), the reference logprobs (β > 0), the mismatch correction and the
+ * pre-update entropies (for the high-entropy selection), all at the loss temperature.
+ * @throws {NonFiniteError} when π_old, the entropies or the reference logprobs are not finite.
  * @internal
  */
 export function prepareGrpo(
@@ -142,17 +150,31 @@ export function prepareGrpo(
 ): GrpoPrepared {
   const { count, numIterations, miniBatchSize } = input;
   const needOld = numIterations > 1 || miniBatchSize < count || config.mismatch !== undefined;
-  const logprobsOf = (which: LlamaModel, parameter: string) => {
-    const { logprobs } = forwardLogprobs(which, micro, count, config.temperature);
-    const bad = firstNonFinite(logprobs);
+  const needEntropies = config.topEntropyQuantile < 1;
+  const checked = (rows: Ragged, parameter: string) => {
+    const bad = firstNonFinite(rows);
     if (bad) {
-      const value = logprobs[bad[0]]![bad[1]]!;
+      const value = rows[bad[0]]![bad[1]]!;
       throw new NonFiniteError({ parameter, functionName, index: bad, value });
     }
-    return logprobs;
+    return rows;
   };
-  const old = needOld ? logprobsOf(model, 'old logprobs (π_old)') : undefined;
-  const refLogprobs = reference && logprobsOf(reference, 'reference logprobs');
+  const statsOf = (which: LlamaModel, parameter: string) => {
+    const stats = forwardLogprobs(which, micro, count, config.temperature);
+    return { logprobs: checked(stats.logprobs, parameter), entropies: stats.entropies };
+  };
+  const before = needOld || needEntropies ? statsOf(model, 'old logprobs (π_old)') : undefined;
+  const old = needOld ? before!.logprobs : undefined;
+  const entropies = needEntropies
+    ? checked(before!.entropies, 'entropies of the pre-update policy')
+    : undefined;
+  const refLogprobs = reference && statsOf(reference, 'reference logprobs').logprobs;
+  const variants = {
+    ...(entropies ? { entropies } : {}),
+    ...(config.offPolicyMaskThreshold !== undefined && (input.behaviour ?? old)
+      ? { behaviour: (input.behaviour ?? old)! }
+      : {}),
+  };
   if (!(config.mismatch && input.behaviour && old)) {
     return {
       old,
@@ -160,6 +182,7 @@ export function prepareGrpo(
       mask: input.mask,
       importanceWeights: undefined,
       mismatch: undefined,
+      ...variants,
     };
   }
   const correction = mismatchCorrection({
@@ -174,7 +197,43 @@ export function prepareGrpo(
     mask: correction.mask,
     importanceWeights: correction.weights,
     mismatch: correction.metrics,
+    ...variants,
   };
+}
+
+/**
+ * `topEntropyQuantile` < 1: the high-entropy selection over the mini-batch `members` (one
+ * quantile for all its micro-batches), from the pre-update entropies; rows outside `members`
+ * are left empty. @internal
+ */
+function entropySelection(
+  config: ResolvedGrpoLoss,
+  prepared: GrpoPrepared,
+  members: ReadonlySet<number>,
+): Ragged | undefined {
+  if (prepared.entropies === undefined) return undefined;
+  const rows = [...members];
+  const { mask } = highEntropyMask({
+    entropies: rows.map((row) => prepared.entropies![row]!),
+    mask: rows.map((row) => prepared.mask[row]!),
+    quantile: config.topEntropyQuantile,
+  });
+  const selection: Ragged = prepared.mask.map(() => []);
+  rows.forEach((row, index) => {
+    selection[row] = mask[index]!;
+  });
+  return selection;
+}
+
+/** d loss / d entropy per token: −η · aggregation weight (· the high-entropy selection). */
+function entropyBonusWeights(
+  config: ResolvedGrpoLoss,
+  weights: Ragged,
+  selection: readonly ArrayLike<number>[] | undefined,
+): Ragged {
+  return weights.map((row, r) =>
+    row.map((w, t) => -config.entropyCoefficient * w * (selection ? selection[r]![t]! : 1)),
+  );
 }
 
 /** Token and sequence counts of the mini-batch `members` (the aggregation's global counts). */
@@ -203,21 +262,25 @@ export function grpoLossFunction(
   prepared: GrpoPrepared,
   members: ReadonlySet<number>,
 ): LossFunction {
-  const { mask, old, reference, importanceWeights } = prepared;
+  const { mask, old, reference, importanceWeights, behaviour } = prepared;
   const counts = globalCounts(mask, members, config.normalizer);
+  const selection = entropySelection(config, prepared, members);
   const lossOf: LossFunction = (rows, current, entropies) => {
-    const pick = <T>(all: T[] | undefined) => all && rows.map((row) => all[row]!);
+    const pick = <T>(all: readonly T[] | undefined) => all && rows.map((row) => all[row]!);
     const rowMask = pick(mask)!;
+    const rowSelection = pick(selection);
+    const settings = corePolicySettings(config);
+    // without behaviour logprobs or π_old the off-policy mask compares the policy with itself
+    if (behaviour === undefined) delete settings.offPolicyMaskThreshold;
     const result = policyLoss({
       logprobs: current,
       oldLogprobs: pick(old) ?? current,
       advantages: rows.map((row) => advantages[row]!),
       mask: rowMask,
       ratioLevel: config.ratioLevel,
-      epsilonLow: config.epsilonLow,
-      epsilonHigh: config.epsilonHigh,
-      dualClip: config.dualClip,
-      delta: config.delta,
+      ...settings,
+      ...(behaviour ? { behaviourLogprobs: pick(behaviour) } : {}),
+      ...(rowSelection ? { entropyMask: rowSelection } : {}),
       refLogprobs: pick(reference),
       klCoefficient: config.beta,
       klEstimator: config.klEstimator,
@@ -230,7 +293,7 @@ export function grpoLossFunction(
     let gradEntropy: Ragged | undefined;
     if (config.entropyCoefficient !== 0) {
       const weights = aggregationWeights(rowMask, config.lossAggregation, counts);
-      gradEntropy = weights.map((row) => row.map((w) => -config.entropyCoefficient * w));
+      gradEntropy = entropyBonusWeights(config, weights, rowSelection);
     }
     return { loss: result.loss, gradLogprobs: result.gradLogprobs, gradEntropy, result };
   };

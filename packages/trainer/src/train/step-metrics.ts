@@ -9,6 +9,7 @@ export type MetricSums = {
   clipRatioRegion: number;
   clipFraction: number;
   dualClipFraction: number;
+  offPolicyMaskedFraction: number;
   approxKl: number;
   kl: number;
   entropy: number;
@@ -34,6 +35,7 @@ export function emptySums(): MetricSums {
     clipRatioRegion: 0,
     clipFraction: 0,
     dualClipFraction: 0,
+    offPolicyMaskedFraction: 0,
     approxKl: 0,
     kl: 0,
     entropy: 0,
@@ -50,6 +52,7 @@ export const EMPTY_LOSS_METRICS = Object.freeze({
   clipRatioRegion: 0,
   clipFraction: 0,
   dualClipFraction: 0,
+  offPolicyMaskedFraction: 0,
   approxKl: 0,
   kl: 0,
   entropy: 0,
@@ -89,6 +92,7 @@ export function lossMetricsOf(
     clipRatioRegion: mean(sums.clipRatioRegion),
     clipFraction: mean(sums.clipFraction),
     dualClipFraction: mean(sums.dualClipFraction),
+    offPolicyMaskedFraction: mean(sums.offPolicyMaskedFraction),
     approxKl: mean(sums.approxKl),
     kl: mean(sums.kl),
     entropy: mean(sums.entropy),

@@ -3,6 +3,7 @@ import {
   InvalidArgumentError,
   type KlEstimator,
   type LossAggregation,
+  type LossMode,
   type MismatchMode,
   mismatchCorrection,
   policyLoss,
@@ -19,6 +20,7 @@ import { LORA_MODULES, type LoraModule } from '../native/layer-graph.js';
 import type { AdamWOptions } from '../optim/adamw.js';
 import { type LearningRateSchedule, validateSchedule } from '../optim/schedule.js';
 import { POLICY_TRAINER_OPTION_KEYS } from '../policy-trainer-option-keys.js';
+import { rejectIneffectiveVariants, resolveLossVariants } from './loss-variant-options.js';
 
 /** The GRPO/PPO loss settings (the fields of @rlvr/core's `policyLoss`, TRL names in brackets). */
 export type GrpoLossConfig = {
@@ -30,14 +32,41 @@ export type GrpoLossConfig = {
   temperature?: number;
   /** Default `token`; `sequence` is GSPO [`importance_sampling_level`]. */
   ratioLevel?: RatioLevel;
-  /** ε_low (default 0.2) [`epsilon`]. */
+  /**
+   * The policy-gradient term (default `clip`; `cispo` is MiniMax-M1's, `sapo` the soft gate)
+   * [TRL `loss_type` `cispo` / `sapo`; verl `policy_loss.loss_mode`]; see @rlvr/core's `LossMode`.
+   */
+  lossMode?: LossMode;
+  /** ε_low (default 0.2) [`epsilon`]; `cispo` clips its weight at 1 − ε_low too. Not with `sapo`. */
   epsilonLow?: number;
-  /** ε_high (default ε_low; DAPO 0.28) [`epsilon_high`]. */
+  /**
+   * ε_high (default ε_low; DAPO 0.28) [`epsilon_high`]; `cispo` clips its weight at 1 + ε_high
+   * (TRL's `epsilon_high` for cispo is the cap itself: its 5.0 is 4 here). Not with `sapo`.
+   */
   epsilonHigh?: number;
-  /** Dual-clip constant c > 1. */
+  /** Dual-clip constant c > 1. `clip` only. */
   dualClip?: number;
-  /** Two-sided clip δ > 1 + ε_high [`delta`]. */
+  /** Two-sided clip δ > 1 + ε_high [`delta`]. `clip` only. */
   delta?: number;
+  /** SAPO's gate temperature for A > 0 (default 1) [`sapo_temperature_pos`]. `sapo` only. */
+  sapoTemperaturePos?: number;
+  /** SAPO's gate temperature for A ≤ 0 (default 1.05) [`sapo_temperature_neg`]. `sapo` only. */
+  sapoTemperatureNeg?: number;
+  /**
+   * ρ ∈ [0, 1] (default 1: every token) [`top_entropy_quantile`; "Beyond the 80/20 Rule": 0.2]:
+   * the policy term (and the entropy bonus) only on the tokens whose entropy is at least the
+   * (1 − ρ)-quantile of the mini-batch's, measured at the start of the `grpoStep` (the policy
+   * that π_old is).
+   */
+  topEntropyQuantile?: number;
+  /**
+   * δ of DeepSeek-V3.2's off-policy sequence masking [`off_policy_mask_threshold`]: sequences
+   * with A < 0 whose mean `behaviourLogprob − logprob` exceeds δ lose their policy term. Against
+   * the batch's `behaviourLogprobs` (else π_old). Default: off.
+   */
+  offPolicyMaskThreshold?: number;
+  /** The KL estimate weighted by the importance ratio (DeepSeek-V3.2) [`use_bias_correction_kl`]; needs β > 0. */
+  useBiasCorrectionKl?: boolean;
   /** β: KL coefficient to the reference policy (default 0: no reference model is created) [`beta`]. */
   beta?: number;
   /** KL estimator when β > 0 (default `k3`). */
@@ -161,9 +190,21 @@ export type ResolvedGrpoLoss = Required<
     | 'klEstimator'
     | 'entropyCoefficient'
     | 'lossAggregation'
+    | 'lossMode'
+    | 'topEntropyQuantile'
+    | 'useBiasCorrectionKl'
   >
 > &
-  Pick<GrpoLossConfig, 'dualClip' | 'delta' | 'normalizer' | 'mismatch'>;
+  Pick<
+    GrpoLossConfig,
+    | 'dualClip'
+    | 'delta'
+    | 'normalizer'
+    | 'mismatch'
+    | 'sapoTemperaturePos'
+    | 'sapoTemperatureNeg'
+    | 'offPolicyMaskThreshold'
+  >;
 
 /** Validated {@link PolicyTrainerOptions}. @internal */
 export type ResolvedTrainerOptions = {
@@ -186,10 +227,16 @@ export type ResolvedTrainerOptions = {
 const GRPO_KEYS = [
   'temperature',
   'ratioLevel',
+  'lossMode',
   'epsilonLow',
   'epsilonHigh',
   'dualClip',
   'delta',
+  'sapoTemperaturePos',
+  'sapoTemperatureNeg',
+  'topEntropyQuantile',
+  'offPolicyMaskThreshold',
+  'useBiasCorrectionKl',
   'beta',
   'klEstimator',
   'entropyCoefficient',
@@ -209,7 +256,14 @@ const LORA_ALIASES = {
 } as const;
 const MISMATCH_KEYS = ['mode', 'cap', 'lowerThreshold'] as const;
 /** Old names, for the "did you mean" hint only (never accepted). */
-const GRPO_ALIASES = { klCoefficient: 'beta', aggregation: 'lossAggregation' } as const;
+const GRPO_ALIASES = {
+  klCoefficient: 'beta',
+  aggregation: 'lossAggregation',
+  loss_type: 'lossAggregation',
+  loss_mode: 'lossMode',
+  tau_pos: 'sapoTemperaturePos',
+  tau_neg: 'sapoTemperatureNeg',
+} as const;
 
 /** Validates a temperature T > 0 (finite). @internal */
 export function validateTemperature(value: unknown, parameter: string, functionName: string) {
@@ -483,6 +537,7 @@ function resolveGrpoLoss(value: unknown, functionName: string): ResolvedGrpoLoss
   const epsilonLow = raw.epsilonLow ?? TRAINER_DEFAULTS.epsilonLow;
   const grpo: ResolvedGrpoLoss = {
     ...raw,
+    ...resolveLossVariants(raw, 'options.grpo.', functionName),
     temperature: validateTemperature(
       raw.temperature ?? TRAINER_DEFAULTS.temperature,
       'options.grpo.temperature',
@@ -503,6 +558,7 @@ function resolveGrpoLoss(value: unknown, functionName: string): ResolvedGrpoLoss
       known: MISMATCH_KEYS,
     });
   }
+  rejectIneffectiveVariants(raw, grpo.beta, 'options.grpo.', functionName);
   checkWithCore(grpo, functionName);
   rejectIneffectiveLoss(raw, grpo, functionName);
   return grpo;
@@ -516,10 +572,7 @@ function checkWithCore(grpo: ResolvedGrpoLoss, functionName: string): void {
       oldLogprobs: [[-1]],
       advantages: [0],
       ratioLevel: grpo.ratioLevel,
-      epsilonLow: grpo.epsilonLow,
-      epsilonHigh: grpo.epsilonHigh,
-      dualClip: grpo.dualClip,
-      delta: grpo.delta,
+      ...corePolicySettings(grpo),
       klCoefficient: grpo.beta,
       klEstimator: grpo.klEstimator,
       refLogprobs: [[-1]],
@@ -544,10 +597,43 @@ function checkWithCore(grpo: ResolvedGrpoLoss, functionName: string): void {
         functionName,
         value: error.value,
         expected: error.message.replace(/^.*expected /, '').replace(/, got .*$/, ''),
+        code: error.code,
+        cause: error,
       });
     }
     throw error;
   }
+}
+
+/**
+ * The `policyLoss` settings of the policy term for `grpo`'s `lossMode` (what it reads: ε only for
+ * `clip` / `cispo`, the SAPO temperatures only for `sapo`), the off-policy mask's δ and the KL
+ * correction. @internal
+ */
+export function corePolicySettings(grpo: ResolvedGrpoLoss) {
+  const given = <K extends keyof ResolvedGrpoLoss>(keys: readonly K[]) =>
+    Object.fromEntries(
+      keys.filter((key) => grpo[key] !== undefined).map((key) => [key, grpo[key]]),
+    );
+  return {
+    lossMode: grpo.lossMode,
+    ...(grpo.lossMode === 'sapo'
+      ? given(['sapoTemperaturePos', 'sapoTemperatureNeg'])
+      : { epsilonLow: grpo.epsilonLow, epsilonHigh: grpo.epsilonHigh }),
+    ...given(['dualClip', 'delta', 'offPolicyMaskThreshold']),
+    useBiasCorrectionKl: grpo.useBiasCorrectionKl,
+  } as Pick<
+    Parameters<typeof policyLoss>[0],
+    | 'lossMode'
+    | 'epsilonLow'
+    | 'epsilonHigh'
+    | 'dualClip'
+    | 'delta'
+    | 'sapoTemperaturePos'
+    | 'sapoTemperatureNeg'
+    | 'offPolicyMaskThreshold'
+    | 'useBiasCorrectionKl'
+  >;
 }
 
 /** Options that do nothing in the chosen combination are errors (`INEFFECTIVE_OPTION`). */
