@@ -5,7 +5,7 @@ import {
   type SettingsDifference,
   type WeightedReward,
 } from '@rlvr/core';
-import type { LlamaConfig } from '@rlvr/model';
+import type { ModelConfig } from '@rlvr/model';
 import { TRAINER_DEFAULTS } from '../defaults.js';
 import { resolveLora } from '../train/trainer-options.js';
 import type { ResolvedGrpoConfig } from './grpo-config.js';
@@ -21,7 +21,7 @@ import type { PromptRecord } from './prompt-dataset.js';
  */
 export function runSettings(
   config: ResolvedGrpoConfig,
-  model: LlamaConfig,
+  model: ModelConfig,
   rewards: readonly WeightedReward[],
   dataset: readonly PromptRecord[],
   /** LoRA: the base model's weights fingerprint (a LoRA checkpoint holds the adapter only). */

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type NamedTensor, ShapeMismatchError } from '@rlvr/core';
-import { type Checkpoint, type LlamaConfig, llamaBiases } from '@rlvr/model';
+import { type Checkpoint, llamaTensorSpecs, type ModelConfig } from '@rlvr/model';
 
 /**
  * A checkpoint's tensors checked against a config: every name the config has, with its Hugging
@@ -7,7 +7,7 @@ import { type Checkpoint, type LlamaConfig, llamaBiases } from '@rlvr/model';
  * in the config's order (the data as given, not copied). @internal
  */
 export function validatedTensors(
-  config: LlamaConfig,
+  config: ModelConfig,
   checkpoint: Checkpoint,
   options: { functionName: string; checkFinite?: boolean },
 ): Map<string, Float32Array> {
@@ -68,30 +68,6 @@ export function validatedTensors(
 }
 
 /** Every tensor of `config` by Hugging Face name, with its shape, in checkpoint order. @internal */
-export function expectedShapes(config: LlamaConfig): Map<string, number[]> {
-  const h = config.hidden_size;
-  const q = config.num_attention_heads * config.head_dim;
-  const kv = config.num_key_value_heads * config.head_dim;
-  const m = config.intermediate_size;
-  const { qkv: qkvBias, o: oBias } = llamaBiases(config);
-  const shapes = new Map<string, number[]>([['model.embed_tokens.weight', [config.vocab_size, h]]]);
-  for (let layer = 0; layer < config.num_hidden_layers; layer++) {
-    const prefix = `model.layers.${layer}`;
-    shapes.set(`${prefix}.self_attn.q_proj.weight`, [q, h]);
-    if (qkvBias) shapes.set(`${prefix}.self_attn.q_proj.bias`, [q]);
-    shapes.set(`${prefix}.self_attn.k_proj.weight`, [kv, h]);
-    if (qkvBias) shapes.set(`${prefix}.self_attn.k_proj.bias`, [kv]);
-    shapes.set(`${prefix}.self_attn.v_proj.weight`, [kv, h]);
-    if (qkvBias) shapes.set(`${prefix}.self_attn.v_proj.bias`, [kv]);
-    shapes.set(`${prefix}.self_attn.o_proj.weight`, [h, q]);
-    if (oBias) shapes.set(`${prefix}.self_attn.o_proj.bias`, [h]);
-    shapes.set(`${prefix}.mlp.gate_proj.weight`, [m, h]);
-    shapes.set(`${prefix}.mlp.up_proj.weight`, [m, h]);
-    shapes.set(`${prefix}.mlp.down_proj.weight`, [h, m]);
-    shapes.set(`${prefix}.input_layernorm.weight`, [h]);
-    shapes.set(`${prefix}.post_attention_layernorm.weight`, [h]);
-  }
-  shapes.set('model.norm.weight', [h]);
-  if (!config.tie_word_embeddings) shapes.set('lm_head.weight', [config.vocab_size, h]);
-  return shapes;
+export function expectedShapes(config: ModelConfig): Map<string, number[]> {
+  return new Map(llamaTensorSpecs(config).map((spec) => [spec.name, spec.shape]));
 }

@@ -9,7 +9,13 @@ import {
   validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
-import { type Checkpoint, type LlamaConfig, type LoraAdapter, parseLlamaConfig } from '@rlvr/model';
+import {
+  type Checkpoint,
+  type LoraAdapter,
+  type ModelConfig,
+  parseLlamaConfig,
+  parseModelConfig,
+} from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { ortMatMulActive } from '../backend/ort-matmul.js';
 import { activeBackend, type BackendName } from '../backend/select-backend.js';
@@ -90,7 +96,7 @@ const isLinear = (name: string) => name.endsWith('_proj.weight') || name === 'lm
  */
 export class LlamaModel {
   /** The resolved Hugging Face config. */
-  readonly config: LlamaConfig;
+  readonly config: ModelConfig;
   /** The tfjs backend the model's tensors live on (`tfjs` engine; the active one for `native`). */
   readonly backend: BackendName;
   /** Where the weights live and what computes with them ({@link ModelEngine}). */
@@ -104,7 +110,7 @@ export class LlamaModel {
   private disposed = false;
 
   /** @internal use {@link createLlamaModel}. */
-  constructor(config: LlamaConfig, params: Params, backend: BackendName, native?: NativeParts) {
+  constructor(config: ModelConfig, params: Params, backend: BackendName, native?: NativeParts) {
     this.config = config;
     this.params = params;
     this.backend = backend;
@@ -378,6 +384,25 @@ export class LlamaModel {
   }
 }
 
+/**
+ * The tfjs engine implements Llama and Qwen2 without RoPE scaling: a config it would compute wrong
+ * (another family, a scaled RoPE) is refused, naming the field (`parseLlamaConfig`'s rules).
+ */
+function refuseOnTfjs(config: ModelConfig, functionName: string): void {
+  try {
+    parseLlamaConfig(config);
+  } catch (error) {
+    if (!InvalidArgumentError.isInstance(error)) throw error;
+    throw new InvalidArgumentError({
+      parameter: error.parameter.replace(/^config/, 'checkpoint.config'),
+      functionName,
+      value: error.value,
+      expected: `what the tfjs engine implements (llama and qwen2 without rope_scaling); the native engine trains every family: install onnxruntime-node and call selectBackend(), or pass { engine: 'native' }`,
+      cause: error,
+    });
+  }
+}
+
 /** Options of {@link createLlamaModel}. */
 export type CreateLlamaModelOptions = {
   /**
@@ -432,11 +457,14 @@ export async function createLlamaModel(
     parameter: 'options.engine',
     functionName,
   });
-  const config = parseLlamaConfig(checkpoint.config);
+  // every family the model package describes (modelArchitecture); the tfjs engine implements the
+  // Llama/Qwen2 rules only: anything else is refused there, by field, before anything is built
+  const config = parseModelConfig(checkpoint.config);
   await tf.ready();
   const backend = activeBackend();
   const engine: ModelEngine =
     requested === 'auto' ? (ortMatMulActive() ? 'native' : 'tfjs') : requested;
+  if (engine === 'tfjs') refuseOnTfjs(config, functionName);
   const tensors = validatedTensors(config, checkpoint, { functionName, checkFinite });
   const params: Params = new Map();
   if (engine === 'tfjs') {

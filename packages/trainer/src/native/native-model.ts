@@ -5,7 +5,7 @@
  * `native`. @internal
  */
 import { availableParallelism } from 'node:os';
-import type { LlamaConfig } from '@rlvr/model';
+import type { ModelConfig } from '@rlvr/model';
 import type { PreparedInput } from '../model/prepared-input.js';
 import type { TokenBatch } from '../train/batch.js';
 import { LoraAdapters } from './lora-adapters.js';
@@ -43,7 +43,7 @@ export function setNativeThreads(threads: number): void {
  * already validated). @throws when onnxruntime-node cannot be loaded. @internal
  */
 export async function createNativeParts(
-  config: LlamaConfig,
+  config: ModelConfig,
   tensors: ReadonlyMap<string, Float32Array>,
 ): Promise<NativeParts> {
   const ort = await loadOrtRuntime();

@@ -5,7 +5,7 @@ import {
   type Sampler,
   type WeightSnapshot,
 } from '@rlvr/core';
-import type { LlamaConfig } from '@rlvr/model';
+import type { ModelConfig } from '@rlvr/model';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
 
 /** Text ↔ ids for {@link TfjsSampler}. */
@@ -28,7 +28,7 @@ export class TfjsSampler implements Sampler {
   /** Steps of the snapshots received. */
   readonly updates: number[] = [];
   private model: LlamaModel;
-  private readonly config: LlamaConfig;
+  private readonly config: ModelConfig;
   private readonly tokenizer: SamplerTokenizer;
 
   private constructor(model: LlamaModel, tokenizer: SamplerTokenizer) {

@@ -7,7 +7,7 @@
  * The constants are this engine's, measured (see the trainer README's memory table).
  */
 import { MemoryLimitError } from '@rlvr/core';
-import { type LlamaConfig, parseLlamaConfig } from '@rlvr/model';
+import { type ModelConfig, parseModelConfig } from '@rlvr/model';
 import type { LoraModule } from '../native/layer-graph.js';
 import { moduleShape } from '../native/layer-graph.js';
 import { layerSpecOf, storeSlots } from '../native/param-store.js';
@@ -64,7 +64,7 @@ const HEAD_CHUNK_ELEMENTS = 4 * 1024 * 1024;
 
 type Shape = ReturnType<typeof layerSpecOf> & { layers: number; vocab: number };
 
-function shapeOf(config: LlamaConfig): Shape {
+function shapeOf(config: ModelConfig): Shape {
   return {
     ...layerSpecOf(config),
     layers: config.num_hidden_layers,
@@ -73,7 +73,7 @@ function shapeOf(config: LlamaConfig): Shape {
 }
 
 /** Parameters of the model and of its adapters. */
-function parameterCounts(config: LlamaConfig, lora: ResolvedTrainerOptions['lora']) {
+function parameterCounts(config: ModelConfig, lora: ResolvedTrainerOptions['lora']) {
   const model = storeSlots(config).reduce((sum, slot) => sum + slot.size, 0);
   if (!lora) return { model, adapters: 0 };
   const spec = layerSpecOf(config);
@@ -117,12 +117,12 @@ function perToken(shape: Shape, rowLength: number) {
  * @throws {InvalidArgumentError} for an invalid config or options (as `createPolicyTrainer`).
  */
 export function planMemory(
-  config: LlamaConfig | Record<string, unknown>,
+  config: ModelConfig | Record<string, unknown>,
   options?: PolicyTrainerOptions & { rowLength?: number },
 ): MemoryPlan {
   const functionName = 'planMemory';
   const { rowLength, ...trainerOptions } = options ?? {};
-  const parsed = parseLlamaConfig(config);
+  const parsed = parseModelConfig(config);
   const resolved = resolveTrainerOptions(trainerOptions, functionName);
   return planResolved(parsed, resolved, {
     tokens: resolved.microBatchTokens ?? 2048,
@@ -132,7 +132,7 @@ export function planMemory(
 
 /** {@link planMemory} on resolved options. @internal */
 export function planResolved(
-  config: LlamaConfig,
+  config: ModelConfig,
   options: ResolvedTrainerOptions,
   batch: { tokens: number; rowLength: number },
 ): MemoryPlan {
@@ -185,7 +185,7 @@ export function planResolved(
 
 /** Settings that would make the planned micro-batch fit (each checked against the plan). */
 function suggestions(
-  config: LlamaConfig,
+  config: ModelConfig,
   options: ResolvedTrainerOptions,
   batch: { tokens: number; rowLength: number },
   max: MemoryPlan['maxMicroBatchTokens'],
@@ -238,7 +238,7 @@ const millions = (count: number) => `${(count / 1e6).toFixed(count < 1e7 ? 2 : 0
  * the smallest micro-batch do not fit its memory limit. @internal
  */
 export function assertStaticFit(
-  config: LlamaConfig,
+  config: ModelConfig,
   options: ResolvedTrainerOptions,
   functionName: string,
 ): MemoryPlan {
@@ -265,7 +265,7 @@ export function assertStaticFit(
  */
 export class StepMemory {
   constructor(
-    readonly config: LlamaConfig,
+    readonly config: ModelConfig,
     readonly options: ResolvedTrainerOptions,
   ) {}
 
