@@ -159,14 +159,17 @@ export class GraphNodes {
     kind: 'silu' | 'gelu_tanh',
   ): { value: string; derivative: () => string } {
     const { mul, add, sub } = this;
-    const one = this.g.float([1]);
     if (kind === 'silu') {
       const sig = this.op('Sigmoid', [gate]);
       return {
         value: mul(gate, sig),
-        derivative: () => mul(sig, add(one, mul(gate, sub(one, sig)))),
+        derivative: () => {
+          const one = this.g.float([1]);
+          return mul(sig, add(one, mul(gate, sub(one, sig))));
+        },
       };
     }
+    const one = this.g.float([1]);
     // u = √(2/π)(g + 0.044715 g³), gelu = g/2 · (1 + tanh u)
     const c = this.g.float([Math.sqrt(2 / Math.PI)]);
     const a = this.g.float([0.044715]);
