@@ -175,7 +175,8 @@ temperature, topP, …, seed }, acceptThreshold, batchSize, keepLogprobs), filte
 maxPerPrompt, prefer, maxTokens, dropTruncated, dedupeThreshold), loss (distillStudent's:
 {type: sft}, or {type: logits, divergence: forward-kl|reverse-kl|jsd, beta?, temperature?,
 sftWeight?} against the teacher's distributions), epochs, batchSize, pack, seed, saveEvery, the
-PolicyTrainer keys (schedule, optimizer, maxGradNorm, …), reportTo, backend, sampler. The traces
+PolicyTrainer keys (schedule, optimizer, maxGradNorm, …, lora for a LoRA student: the run then
+also writes adapter/ in PEFT's files), reportTo, backend, sampler. The traces
 go to outputDir/traces.jsonl (resumed when the teacher and settings are the same; another
 teacher's file is refused without --overwrite).
 Defaults: traces.k ${CLI_TRACES_DEFAULTS.k}, epochs ${STUDENT_LOOP_DEFAULTS.epochs}, batchSize ${STUDENT_LOOP_DEFAULTS.batchSize} are the CLI's (the packages require them);

@@ -18,7 +18,13 @@ import {
 import { resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command, CommandContext } from './command.js';
 import { onInterrupt } from './interrupt.js';
-import { checkRunFolder, outputDirOf, saveRunModel, writeRunConfig } from './run-folder.js';
+import {
+  checkRunFolder,
+  outputDirOf,
+  resolveLoraConfig,
+  saveRunModel,
+  writeRunConfig,
+} from './run-folder.js';
 
 /** Keys of `rlvr grpo`'s config besides @rlvr/trainer's `GrpoConfig` keys. */
 export const GRPO_CLI_KEYS = [
@@ -184,6 +190,9 @@ async function trainGrpo(
   });
   const writer = sequentialWriter(sinks);
   const grpoConfig = trainerConfig(values, config.origins);
+  if (grpoConfig.lora) {
+    grpoConfig.lora = (await resolveLoraConfig(grpoConfig.lora)) as GrpoConfig['lora'];
+  }
   let bar = startProgress('grpo', 0, false);
   const interrupt = onInterrupt();
   let grpo: Awaited<ReturnType<typeof createGrpoTrainer>> | undefined;
@@ -218,7 +227,11 @@ async function trainGrpo(
     bar.stop();
     await writer.done();
     const tensors = model.toCheckpoint().tensors;
-    const modelDir = await saveRunModel(outputDir, { ...checkpoint, tensors });
+    const modelDir = await saveRunModel(
+      outputDir,
+      { ...checkpoint, tensors },
+      model.toLoraAdapter(),
+    );
     const reward = result.last?.metrics['reward/mean'] ?? Number.NaN;
     io.stdout(
       `grpo: ${result.steps} steps, reward/mean ${reward.toFixed(4)}; model saved to ${modelDir}\n`,

@@ -127,6 +127,10 @@ describe('CLI option key lists', () => {
       'optimizer',
       'maxGradNorm',
       'microBatchSize',
+      'microBatchTokens',
+      'gradientCheckpointing',
+      'memoryLimitBytes',
+      'lora',
       'onNonFinite',
       'maxConsecutiveSkips',
     ]);

@@ -2,7 +2,13 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode, OverwriteRefusedError } from '@rlvr/core';
-import { type Checkpoint, saveCheckpoint } from '@rlvr/model';
+import {
+  type Checkpoint,
+  type LoraAdapter,
+  loadLoraAdapter,
+  saveCheckpoint,
+  saveLoraAdapter,
+} from '@rlvr/model';
 import { formatConfig, type ResolvedConfig } from '../config/load-config.js';
 import { ConfigError } from '../errors/config-error.js';
 
@@ -60,9 +66,31 @@ export async function writeRunConfig(
   );
 }
 
-/** Saves the trained model as `<dir>/model` (a Hugging Face-style checkpoint folder). */
-export async function saveRunModel(dir: string, checkpoint: Checkpoint): Promise<string> {
+/**
+ * Saves the trained model as `<dir>/model` (a Hugging Face-style checkpoint folder) and, for a
+ * LoRA run, its adapter as `<dir>/adapter` (PEFT's files; `model/` holds the merged weights).
+ */
+export async function saveRunModel(
+  dir: string,
+  checkpoint: Checkpoint,
+  adapter?: LoraAdapter,
+): Promise<string> {
   const path = join(dir, RUN_MODEL_DIR);
   await saveCheckpoint(path, checkpoint);
+  if (adapter) await saveLoraAdapter(join(dir, RUN_ADAPTER_DIR), adapter);
   return path;
+}
+
+/** The run folder's LoRA adapter (PEFT files), beside `model/`. */
+export const RUN_ADAPTER_DIR = 'adapter';
+
+/**
+ * A config's `lora` with `adapter` given as a folder (a PEFT adapter: `adapter_config.json` +
+ * `adapter_model.safetensors`) read into the adapter `createPolicyTrainer` takes; else as it is.
+ */
+export async function resolveLoraConfig(lora: unknown): Promise<unknown> {
+  if (lora === null || typeof lora !== 'object') return lora;
+  const { adapter } = lora as { adapter?: unknown };
+  if (typeof adapter !== 'string') return lora;
+  return { ...lora, adapter: await loadLoraAdapter(adapter) };
 }

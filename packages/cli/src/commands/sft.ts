@@ -72,7 +72,9 @@ dataset.columns), outputDir, reportTo, backend (auto|wasm|cpu), resume, saveEver
 distillStudent's epochs and batchSize (required there; the CLI's defaults are ${STUDENT_LOOP_DEFAULTS.epochs} and
 ${STUDENT_LOOP_DEFAULTS.batchSize}), pack, seed; PolicyTrainer's schedule (learningRate, schedule,
 warmupSteps, totalSteps: the run's steps when unset), optimizer, maxGradNorm, microBatchSize,
-onNonFinite, maxConsecutiveSkips (their defaults are the packages'; --print-config shows them). The loss is token-mean cross-entropy on the completion tokens
+microBatchTokens, gradientCheckpointing, memoryLimitBytes, lora (PEFT's LoraConfig: r, alpha,
+dropout, targetModules, rslora, adapter: a PEFT adapter folder to continue from; the run then also
+writes adapter/), onNonFinite, maxConsecutiveSkips (their defaults are the packages'; --print-config shows them). The loss is token-mean cross-entropy on the completion tokens
 (and EOS). Writes outputDir/metrics.*, checkpoint/, model/ and rlvr-config.yaml.`,
   example: `rlvr sft --config sft.yaml --set epochs=3 --set schedule.learningRate=3e-3
 # sft.yaml

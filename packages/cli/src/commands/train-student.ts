@@ -29,7 +29,7 @@ import { startProgress } from '../logging/progress.js';
 import { openSinks, parseReportTo, SINK_FILES, sequentialWriter } from '../logging/sinks.js';
 import type { CommandContext } from './command.js';
 import { onInterrupt } from './interrupt.js';
-import { saveRunModel, writeRunConfig } from './run-folder.js';
+import { resolveLoraConfig, saveRunModel, writeRunConfig } from './run-folder.js';
 
 /**
  * `createPolicyTrainer` options a student-training config does not set: students are trained with
@@ -234,7 +234,13 @@ export async function trainStudent(
   let configWritten: Promise<{ error: unknown } | undefined> | undefined;
   let trainer: Awaited<ReturnType<typeof createPolicyTrainer>> | undefined;
   try {
-    trainer = await createPolicyTrainer(model, trainerOptions(values, loop.totalSteps));
+    const trainerConfig = trainerOptions(values, loop.totalSteps);
+    if (trainerConfig.lora) {
+      trainerConfig.lora = (await resolveLoraConfig(
+        trainerConfig.lora,
+      )) as typeof trainerConfig.lora;
+    }
+    trainer = await createPolicyTrainer(model, trainerConfig);
     const result = await distillStudent({
       trainer,
       traces: options.traces,
@@ -261,7 +267,11 @@ export async function trainStudent(
     if (failed) throw failed.error;
     await writer.done();
     const tensors = model.toCheckpoint().tensors;
-    const modelDir = await saveRunModel(outputDir, { ...options.student, tensors });
+    const modelDir = await saveRunModel(
+      outputDir,
+      { ...options.student, tensors },
+      model.toLoraAdapter(),
+    );
     return { steps: result.steps, lastLoss: result.history.at(-1)?.loss ?? Number.NaN, modelDir };
   } finally {
     interrupt.dispose();
