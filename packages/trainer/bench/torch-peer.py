@@ -13,8 +13,8 @@ backward, clip_grad_norm_(1.0), torch.optim.AdamW (lr 1e-4). `grpo`: TRL's GRPO 
 num_iterations 1 (ratio against the detached current logprobs), clipping 0.2 / 0.28, k3 KL with
 beta 0.04 to a frozen reference copy (a no-grad forward per step), token mean, one random advantage
 per sequence; then the same backward, clipping and AdamW. One warm-up step, then `steps` timed ones.
-Prints one JSON line: tokensPerSecond (completion tokens of the timed steps / their time),
-stepSeconds (median), peakRssBytes (VmHWM of this process since the model exists — reset through
+Prints one JSON line: tokensPerSecond (completion tokens per step / the median step time),
+stepSeconds (median), cpuSecondsPerStep (median process CPU time, all threads), peakRssBytes (VmHWM of this process since the model exists — reset through
 /proc/self/clear_refs after the model, its reference and the optimizer are built: gradients,
 optimizer state, activations of the steps), parameters.
 """
@@ -160,17 +160,22 @@ with open("/proc/self/clear_refs", "w") as clear:
     clear.write("5")
 step()
 times = []
+cpu = []
 for _ in range(steps):
     start = time.perf_counter()
+    start_cpu = time.process_time()
     step()
     times.append(time.perf_counter() - start)
+    cpu.append(time.process_time() - start_cpu)
 times.sort()
+cpu.sort()
 median = times[len(times) // 2]
 print(
     json.dumps(
         {
-            "tokensPerSecond": batch * seq * steps / sum(times),
+            "tokensPerSecond": batch * seq / median,
             "stepSeconds": median,
+            "cpuSecondsPerStep": cpu[len(cpu) // 2],
             "peakRssBytes": vm_hwm(),
             "parameters": parameters,
             "threads": threads,

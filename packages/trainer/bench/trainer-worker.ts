@@ -1,8 +1,8 @@
 /**
  * One round of bench/trainer.bench.ts in its own process (so its peak RSS is its own): builds a
  * model of the given shape with random weights, a PolicyTrainer, runs one warm-up step and
- * `steps` timed steps, and prints one JSON line: tokensPerSecond (completion tokens / time),
- * stepSeconds (median), peakRssBytes (VmHWM since the weights exist: reset after the model is
+ * `steps` timed steps, and prints one JSON line: tokensPerSecond (completion tokens per step / the
+ * median step time), stepSeconds (median), cpuSecondsPerStep (median user + system time), peakRssBytes (VmHWM since the weights exist: reset after the model is
  * built and the checkpoint it was built from is freed), plus the trainer's memory plan.
  *
  * Usage: tsx bench/trainer-worker.ts '<json>' with fields of BenchShape (bench/shapes.ts), mode
@@ -109,16 +109,21 @@ const warm = performance.now();
 step();
 const firstStepSeconds = (performance.now() - warm) / 1000;
 const times: number[] = [];
+const cpu: number[] = [];
 for (let i = 0; i < job.steps; i++) {
   const start = performance.now();
+  const startCpu = process.cpuUsage();
   step();
   times.push((performance.now() - start) / 1000);
+  const used = process.cpuUsage(startCpu);
+  cpu.push((used.user + used.system) / 1e6);
 }
-const sorted = [...times].sort((a, b) => a - b);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 console.log(
   JSON.stringify({
-    tokensPerSecond: (job.batch * job.seq * job.steps) / times.reduce((a, b) => a + b, 0),
-    stepSeconds: sorted[sorted.length >> 1],
+    tokensPerSecond: (job.batch * job.seq) / median(times),
+    stepSeconds: median(times),
+    cpuSecondsPerStep: median(cpu),
     firstStepSeconds,
     peakRssBytes: vmHwm(),
     parameters: model.parameterCount,

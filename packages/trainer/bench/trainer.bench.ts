@@ -5,7 +5,9 @@
  * fine-tuning: `sftStep` (token-mean cross-entropy on the completion tokens) and `grpoStep` (TRL's
  * GRPO loss with a reference model, β 0.04, ε 0.2 / 0.28, token mean). Every round of each side
  * is its own process (its peak RSS is its own: VmHWM after the weights exist), ours and the peer
- * alternate, and the table shows medians and ratios. LoRA rows (no PyTorch peer: PEFT is not
+ * alternate (which goes first alternates too), and the table shows medians and ratios: speed is
+ * the ratio of tokens per median step, CPU time the ratio of the peer's median CPU seconds per step
+ * (user + system, all threads) to ours — a check on the speed ratio when the machine is shared. LoRA rows (no PyTorch peer: PEFT is not
  * installed here) show our step time and peak RSS.
  *
  * Run: `pnpm --filter @rlvr/trainer bench` (or `npx tsx bench/trainer.bench.ts` in this folder).
@@ -29,7 +31,12 @@ const SHAPE_NAMES = list(process.env.BENCH_SHAPES, '5M,SmolLM2-135M,SmolLM2-360M
 const MODES = list(process.env.BENCH_MODES, 'sft,grpo') as ('sft' | 'grpo')[];
 const LORA_SHAPES = list(process.env.BENCH_LORA, 'Qwen2.5-0.5B,Qwen2.5-1.5B');
 
-type Result = { tokensPerSecond: number; stepSeconds: number; peakRssBytes: number };
+type Result = {
+  tokensPerSecond: number;
+  stepSeconds: number;
+  cpuSecondsPerStep: number;
+  peakRssBytes: number;
+};
 
 const worker = fileURLToPath(new URL('./trainer-worker.ts', import.meta.url));
 const peer = fileURLToPath(new URL('./torch-peer.py', import.meta.url));
@@ -98,24 +105,28 @@ for (const name of SHAPE_NAMES) {
     const a: Result[] = [];
     const b: Result[] = [];
     for (let round = 0; round < ROUNDS; round++) {
+      // alternate which runs first, so a drift of the machine's speed within a round is shared
+      if (round % 2 === 1 && hasTorch) b.push(torch(shape, mode, shape.batch, shape.seq));
       a.push(ours(job));
-      if (hasTorch) b.push(torch(shape, mode, shape.batch, shape.seq));
+      if (round % 2 === 0 && hasTorch) b.push(torch(shape, mode, shape.batch, shape.seq));
+      const line = (r: Result) =>
+        `${r.tokensPerSecond.toFixed(1)} tok/s (${r.cpuSecondsPerStep.toFixed(1)} CPU s/step) ${gib(r.peakRssBytes)} GiB`;
       console.log(
-        `${name} ${mode} round ${round + 1}: ours ${a.at(-1)!.tokensPerSecond.toFixed(1)} tok/s ${gib(a.at(-1)!.peakRssBytes)} GiB` +
-          (hasTorch
-            ? `; PyTorch ${b.at(-1)!.tokensPerSecond.toFixed(1)} tok/s ${gib(b.at(-1)!.peakRssBytes)} GiB`
-            : ''),
+        `${name} ${mode} round ${round + 1}: ours ${line(a.at(-1)!)}` +
+          (hasTorch ? `; PyTorch ${line(b.at(-1)!)}` : ''),
       );
     }
     const ourRate = median(a.map((r) => r.tokensPerSecond));
     const ourRss = median(a.map((r) => r.peakRssBytes));
+    const ourCpu = median(a.map((r) => r.cpuSecondsPerStep));
     const peerRate = hasTorch ? median(b.map((r) => r.tokensPerSecond)) : Number.NaN;
     const peerRss = hasTorch ? median(b.map((r) => r.peakRssBytes)) : Number.NaN;
+    const peerCpu = hasTorch ? median(b.map((r) => r.cpuSecondsPerStep)) : Number.NaN;
     rows.push(
       `| ${name}, ${shape.batch} × ${shape.seq} | ${mode} | ${ourRate.toFixed(1)} | ${gib(ourRss)} | ` +
         (hasTorch
-          ? `${peerRate.toFixed(1)} | ${gib(peerRss)} | **${(ourRate / peerRate).toFixed(2)}×** | ${(ourRss / peerRss).toFixed(2)}× |`
-          : 'n/a | n/a | n/a | n/a |'),
+          ? `${peerRate.toFixed(1)} | ${gib(peerRss)} | **${(ourRate / peerRate).toFixed(2)}×** | ${(ourRss / peerRss).toFixed(2)}× | ${(peerCpu / ourCpu).toFixed(2)}× |`
+          : 'n/a | n/a | n/a | n/a | n/a |'),
     );
   }
 }
@@ -146,9 +157,9 @@ console.log(
   `\nmedians of ${ROUNDS} alternating rounds × ${STEPS} steps, load average now ${load()}`,
 );
 console.log(
-  `| shape, batch × completion tokens | step | ours tok/s | ours peak RSS GiB | ${peerName} tok/s | its peak RSS GiB | speed | memory |`,
+  `| shape, batch × completion tokens | step | ours tok/s | ours peak RSS GiB | ${peerName} tok/s | its peak RSS GiB | speed | memory | CPU time |`,
 );
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);
 if (loraRows.length > 0) {
   console.log('\n| shape | step | step time | peak RSS (training process) |');

@@ -1,8 +1,8 @@
 import { createRng } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
-import { attentionBias, prepareInput } from '../model/prepared-input.js';
-import { ropeTables } from '../model/rope.js';
+import { attentionBias, prepareInput } from '../batch/prepared-input.js';
+import { ropeTables } from '../batch/rope.js';
 import { ortAttentionBackward, ortAttentionForward } from './ort-attention.js';
 import { selectBackend } from './select-backend.js';
 

@@ -1,7 +1,7 @@
 import { RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
-import { rotateHalfMatrix } from '../model/rope.js';
+import { rotateHalfMatrix } from '../batch/rope.js';
 import { ORT_MAT_MUL, ortMatMulOp } from './ort-matmul.js';
 import { activeBackend, selectBackend } from './select-backend.js';
 import {

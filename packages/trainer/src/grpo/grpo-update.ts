@@ -1,5 +1,5 @@
 import { maskTruncatedCompletions, mismatchCorrection, throwIfAborted } from '@rlvr/core';
-import type { TokenSequence } from '../train/batch.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import type { GrpoStepMetrics } from '../train/trainer-types.js';
 import { meanStd } from './grpo-metrics.js';
 import type { Group, Sample } from './grpo-sampling.js';

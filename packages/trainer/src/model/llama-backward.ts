@@ -6,7 +6,7 @@ import type {
   LayerCache,
   LlamaModel,
 } from './llama-model.js';
-import type { PreparedInput } from './prepared-input.js';
+import type { PreparedInput } from '../batch/prepared-input.js';
 import { type NormCache, rmsNormBackward } from './rms-norm.js';
 
 type Grads = Map<string, tf.Tensor>;

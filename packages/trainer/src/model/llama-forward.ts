@@ -6,9 +6,9 @@ import type {
   LayerCache,
   LlamaModel,
 } from './llama-model.js';
-import { attentionBias, type PreparedInput } from './prepared-input.js';
+import { attentionBias, type PreparedInput } from '../batch/prepared-input.js';
 import { rmsNormForward } from './rms-norm.js';
-import { ropeTables, rotateHalfMatrix } from './rope.js';
+import { ropeTables, rotateHalfMatrix } from '../batch/rope.js';
 
 /** Shapes and tables shared by the layers of one forward pass. */
 type Context = {

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
 import { TINY_CONFIGS, tinyCheckpoint } from '../testing/fixtures.js';
 import { createLlamaModel } from './llama-model.js';
-import { prepareInput } from './prepared-input.js';
+import { prepareInput } from '../batch/prepared-input.js';
 
 const NAMES = Object.keys(TINY_CONFIGS);
 

@@ -30,7 +30,7 @@ import { expectedShapes, validatedTensors } from './checkpoint-tensors.js';
 import { llamaBackward } from './llama-backward.js';
 import { llamaForward } from './llama-forward.js';
 import { type MatMulOps, matMulOps } from './ops.js';
-import { type ModelInput, type PreparedInput, prepareInput } from './prepared-input.js';
+import { type ModelInput, type PreparedInput, prepareInput } from '../batch/prepared-input.js';
 import type { NormCache } from './rms-norm.js';
 
 /**

@@ -6,7 +6,7 @@ import {
   referenceForward,
 } from '@rlvr/model';
 import { describe, expect, it } from 'vitest';
-import { buildTokenBatch, type TokenSequence } from '../train/batch.js';
+import { buildTokenBatch, type TokenSequence } from '../batch/token-batch.js';
 import { LORA_MODULES, type LoraModule } from './layer-graph.js';
 import { LoraAdapters, loraSlot, modulePath } from './lora-adapters.js';
 import { ArrayGradSink, NativeEngine } from './native-engine.js';

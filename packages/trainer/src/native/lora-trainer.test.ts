@@ -3,7 +3,7 @@ import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
 import { createLlamaModel } from '../model/llama-model.js';
-import type { TokenSequence } from '../train/batch.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import { createPolicyTrainer } from '../train/policy-trainer.js';
 
 const config = parseLlamaConfig({

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
 import { createLlamaModel } from '../model/llama-model.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
-import { buildTokenBatch, type TokenSequence } from '../train/batch.js';
+import { buildTokenBatch, type TokenSequence } from '../batch/token-batch.js';
 import { backpropagate } from '../train/gradient-engine.js';
 import { ArrayGradSink, lossPositions, NativeEngine } from './native-engine.js';
 import { loadOrtRuntime, SessionCache } from './ort-runtime.js';

@@ -8,9 +8,9 @@
  * @internal
  */
 import type { ModelArchitecture, ModelConfig } from '@rlvr/model';
-import { attentionBias } from '../model/prepared-input.js';
-import { ropeTablesOf } from '../model/rope.js';
-import type { TokenBatch } from '../train/batch.js';
+import { attentionBias } from '../batch/prepared-input.js';
+import { ropeTablesOf } from '../batch/rope.js';
+import type { TokenBatch } from '../batch/token-batch.js';
 import { type HeadGraphMode, headGraph } from './head-graph.js';
 import {
   gradientNames,

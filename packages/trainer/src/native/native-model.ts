@@ -6,8 +6,8 @@
  */
 import { availableParallelism } from 'node:os';
 import type { ModelConfig } from '@rlvr/model';
-import type { PreparedInput } from '../model/prepared-input.js';
-import type { TokenBatch } from '../train/batch.js';
+import type { PreparedInput } from '../batch/prepared-input.js';
+import type { TokenBatch } from '../batch/token-batch.js';
 import { LoraAdapters } from './lora-adapters.js';
 import { type EngineLora, type Keep, NativeEngine } from './native-engine.js';
 import { loadOrtRuntime, SessionCache } from './ort-runtime.js';

@@ -1,11 +1,17 @@
 // The LoRA kill-and-resume run (test-only): the max-digit task on the native engine, LoRA on
 // every linear layer with dropout, β > 0 (the reference is the base), the ONNX rollout engine.
-// Child process use: `node --import tsx lora-run.ts <dir> <maxSteps>`.
-import { createRandomCheckpoint } from '@rlvr/model';
+// Child process use: `node --import tsx lora-run.ts <dir> <maxSteps> [config.json fields]`: the
+// fields (a real checkpoint's shape, e.g. the bench's Qwen2.5-0.5B) replace the tiny model's; the
+// task's tokenizer only ever emits its own ids, the sampler may draw any id of the shape's vocab.
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createRandomCheckpoint, type ModelConfig, parseModelConfig } from '@rlvr/model';
 import { createOnnxSampler } from '@rlvr/rollout';
 import { selectBackend } from '../backend/select-backend.js';
 import { createGrpoTrainer } from '../grpo/create-grpo-trainer.js';
 import type { GrpoConfig } from '../grpo/grpo-config.js';
+import type { GrpoMetricRecord } from '../grpo/grpo-trainer.js';
 import { createLlamaModel } from '../model/llama-model.js';
 import { maxDigitTask } from './grpo-task.js';
 
@@ -28,11 +34,15 @@ export const LORA_RESUME_CONFIG: GrpoConfig = {
 /** Runs (or resumes) the LoRA run in `outputDir`. @internal */
 export async function runLoraTask(
   outputDir: string,
-  options: { resume?: boolean; maxSteps?: number } = {},
+  options: { resume?: boolean; maxSteps?: number; config?: ModelConfig } = {},
 ) {
   const task = maxDigitTask();
   const checkpoint = {
-    ...createRandomCheckpoint(task.config, { seed: 3, std: 0.1 }),
+    // a real shape gets Hugging Face's initializer_range (0.02)
+    ...createRandomCheckpoint(options.config ?? task.config, {
+      seed: 3,
+      std: options.config ? 0.02 : 0.1,
+    }),
     tokenizer: task.files,
   };
   const model = await createLlamaModel(checkpoint, { engine: 'native' });
@@ -54,8 +64,57 @@ export async function runLoraTask(
   }
 }
 
+/** A metrics line without its wall-clock fields. @internal */
+export function deterministic(line: string) {
+  const record = JSON.parse(line) as GrpoMetricRecord;
+  const metrics = Object.fromEntries(
+    Object.entries(record.metrics).filter(
+      ([key]) => !key.startsWith('time/') && !key.startsWith('tokens_per_second/'),
+    ),
+  );
+  const { elapsedMs: _elapsed, ...rest } = record as GrpoMetricRecord & { elapsedMs?: number };
+  return { ...rest, metrics };
+}
+
+/** The non-empty lines of a file. @internal */
+export const readLines = async (path: string) =>
+  (await readFile(path, 'utf8')).split('\n').filter((line) => line !== '');
+
+/**
+ * Runs the task for `maxSteps` in a child process and SIGKILLs it (no cleanup) as soon as `after`
+ * steps are logged, i.e. during step `after + 1`. Resolves with the child's stderr once it is dead;
+ * throws if the child ended by itself first. @internal
+ */
+export async function killDuringStep(
+  outputDir: string,
+  options: { maxSteps: number; after: number; config?: Record<string, unknown> },
+): Promise<void> {
+  const args = [join(import.meta.dirname, 'lora-run.ts'), outputDir, String(options.maxSteps)];
+  if (options.config) args.push(JSON.stringify(options.config));
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr += String(chunk);
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  let lines = 0;
+  while (lines < options.after && child.exitCode === null) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    lines = (await readLines(join(outputDir, 'metrics.jsonl')).catch(() => [])).length;
+  }
+  if (child.exitCode !== null) throw new Error(`the run ended before it was killed:\n${stderr}`);
+  child.kill('SIGKILL');
+  await exited;
+}
+
 if (process.argv[1]?.endsWith('lora-run.ts') && process.argv.length >= 4) {
-  const [dir, steps] = process.argv.slice(2);
+  const [dir, steps, fields] = process.argv.slice(2);
   await selectBackend({ candidates: ['wasm'], matMul: 'backend' });
-  await runLoraTask(dir!, { resume: true, maxSteps: Number(steps) });
+  await runLoraTask(dir!, {
+    resume: true,
+    maxSteps: Number(steps),
+    ...(fields ? { config: parseModelConfig(JSON.parse(fields)) } : {}),
+  });
 }

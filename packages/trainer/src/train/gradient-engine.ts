@@ -3,7 +3,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { LlamaModel } from '../model/llama-model.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
 import type { AdamW } from '../optim/adamw.js';
-import { buildTokenBatch, type TokenBatch, type TokenSequence } from './batch.js';
+import { buildTokenBatch, type TokenBatch, type TokenSequence } from '../batch/token-batch.js';
 import {
   emptyTotals,
   type LossFunction,

@@ -12,7 +12,7 @@ import {
   validateRagged,
 } from '@rlvr/core';
 import type { LlamaModel } from '../model/llama-model.js';
-import type { TokenSequence } from './batch.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import {
   firstNonFinite,
   forwardLogprobs,

@@ -4,7 +4,7 @@
  * value and metrics come from @rlvr/core's float64 math on the engine's logprobs). @internal
  */
 import type { policyLoss } from '@rlvr/core';
-import type { TokenBatch } from './batch.js';
+import type { TokenBatch } from '../batch/token-batch.js';
 import { type Accumulated, addLossMetrics, emptySums } from './step-metrics.js';
 
 /** Per sequence, per completion token. @internal */

@@ -16,7 +16,7 @@ import {
   isProjectionWeight,
   transposed,
 } from '../optim/adamw.js';
-import type { TokenBatch, TokenSequence } from './batch.js';
+import type { TokenBatch, TokenSequence } from '../batch/token-batch.js';
 import {
   type LossFunction,
   type MicroBatch,

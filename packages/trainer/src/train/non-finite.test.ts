@@ -5,7 +5,7 @@ import { selectBackend } from '../backend/select-backend.js';
 import { TrainingStalledError } from '../errors/training-stalled-error.js';
 import { createLlamaModel } from '../model/llama-model.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
-import type { TokenSequence } from './batch.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import {
   createPolicyTrainer,
   type LogitsLossFunction,

@@ -6,7 +6,7 @@ import { selectBackend } from '../backend/select-backend.js';
 import { createLlamaModel } from '../model/llama-model.js';
 import { tokenStats } from '../model/token-stats.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
-import type { TokenSequence } from './batch.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import { accumulateGradients, microBatches } from './gradient-engine.js';
 import {
   createPolicyTrainer,

@@ -12,7 +12,7 @@ import type { LlamaModel } from '../model/llama-model.js';
 import { LoraAdapters } from '../native/lora-adapters.js';
 import { layerSpecOf } from '../native/param-store.js';
 import { AdamW } from '../optim/adamw.js';
-import type { TokenSequence } from './batch.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import {
   accumulateGradients,
   firstNonFinite,

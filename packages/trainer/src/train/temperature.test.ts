@@ -6,7 +6,7 @@ import { selectBackend } from '../backend/select-backend.js';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
 import { TfjsSampler } from '../testing/tfjs-sampler.js';
-import type { TokenSequence } from './batch.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import { accumulateGradients, microBatches } from './gradient-engine.js';
 import { createPolicyTrainer, type PolicyTrainerOptions } from './policy-trainer.js';
 

@@ -6,7 +6,7 @@ import { createLlamaModel } from '../model/llama-model.js';
 import { AdamW } from '../optim/adamw.js';
 import { learningRateAt, validateSchedule } from '../optim/schedule.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
-import type { TokenSequence } from './batch.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import { createPolicyTrainer, type PolicyTrainerOptions } from './policy-trainer.js';
 import { resolveTrainerOptions } from './trainer-options.js';
 

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, ShapeMismatchError } from '@rlvr/core';
-import type { PreparedInput } from '../model/prepared-input.js';
+import type { PreparedInput } from './prepared-input.js';
 
 /** One training sequence: a prompt and the completion whose tokens carry the loss. */
 export type TokenSequence = {
