@@ -38,6 +38,19 @@ writeFileSync(
   dataset,
   ['12+30=', '7*6=', 'What is 40+2?'].map((prompt) => JSON.stringify({ prompt })).join('\n'),
 );
+// Chat-message prompts with gold answers: grpo and distill render them with the family's template.
+const chat = join(root, 'chat.jsonl');
+writeFileSync(
+  chat,
+  ['12+30=', '7*6=', '40+2=', '50-8=']
+    .map((content) => JSON.stringify({ prompt: [{ role: 'user', content }], answer: '42' }))
+    .join('\n'),
+);
+const jsonl = (path: string) =>
+  readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { step: number; metrics: Record<string, number> });
 
 describe('rlvr on a checkpoint of each model family', () => {
   it.each(TOKENIZER_FAMILIES)('%s: generate samples and export GGUF', async (family) => {
@@ -78,5 +91,41 @@ describe('rlvr on a checkpoint of each model family', () => {
     expect(exportRun.code, exportRun.stderr).toBe(0);
     const gguf = await readGguf(join(exported, 'model.gguf'));
     expect(gguf.metadata['general.architecture']).toBe(ARCHITECTURE[family]);
+  });
+
+  it.each(TOKENIZER_FAMILIES)('%s: grpo (LoRA) and distill train it', async (family) => {
+    const model = join(root, family);
+    const grpoDir = join(root, `${family}-grpo`);
+    const grpo = await cli(
+      'grpo',
+      ...[`model=${model}`, `dataset=${chat}`, 'rewards=[math]', `outputDir=${grpoDir}`]
+        .concat(['maxSteps=2', 'promptsPerStep=2', 'groupSize=2', 'maxNewTokens=3', 'seed=0'])
+        .concat(['sampler={workers: 0}', 'lora={r: 4, targetModules: all-linear}'])
+        .flatMap((value) => ['--set', value]),
+    );
+    expect(grpo.code, grpo.stderr).toBe(0);
+    const steps = jsonl(join(grpoDir, 'metrics.jsonl'));
+    expect(steps.map((row) => row.step)).toEqual([1, 2]);
+    expect(steps.every((row) => Number.isFinite(row.metrics['reward/mean']))).toBe(true);
+    expect(
+      JSON.parse(readFileSync(join(grpoDir, 'adapter', 'adapter_config.json'), 'utf8')),
+    ).toMatchObject({ peft_type: 'LORA', r: 4 });
+    const distillDir = join(root, `${family}-distill`);
+    const distill = await cli(
+      'distill',
+      ...[`teacher=${model}`, `student=${model}`, `dataset=${chat}`, 'rewards=[math]']
+        .concat([`outputDir=${distillDir}`, 'epochs=1', 'batchSize=2'])
+        .concat(['traces={k: 2, acceptThreshold: 0, sampling: {maxNewTokens: 3}}'])
+        .concat(['filter={dropTruncated: false}', 'sampler={workers: 0}'])
+        .flatMap((value) => ['--set', value]),
+    );
+    expect(distill.code, distill.stderr).toBe(0);
+    // a header line, then 2 traces of each of the 4 prompts
+    const traces = readFileSync(join(distillDir, 'traces.jsonl'), 'utf8').trim().split('\n');
+    expect(JSON.parse(traces[0]!)).toMatchObject({ type: 'header' });
+    expect(traces.slice(1).map((line) => JSON.parse(line).promptId)).toHaveLength(8);
+    const losses = jsonl(join(distillDir, 'metrics.jsonl')).map((row) => row.metrics.loss);
+    expect(losses.length).toBeGreaterThan(0);
+    expect(losses.every(Number.isFinite)).toBe(true);
   });
 });
