@@ -5,6 +5,8 @@ export type {
   SelectedBackend,
 } from './backend/select-backend.js';
 export { activeBackend, BACKEND_NAMES, selectBackend } from './backend/select-backend.js';
+export type { ModelInput } from './batch/prepared-input.js';
+export type { TokenSequence } from './batch/token-batch.js';
 export type { TrainerDefaults } from './defaults.js';
 export { ADAMW_DEFAULTS, LORA_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from './defaults.js';
 export { TrainingStalledError } from './errors/training-stalled-error.js';
@@ -20,13 +22,11 @@ export { loadPromptDataset } from './grpo/prompt-dataset.js';
 export { GRPO_CONFIG_KEYS } from './grpo/resolve-config.js';
 export type { CreateLlamaModelOptions, ModelEngine } from './model/llama-model.js';
 export { createLlamaModel, LlamaModel } from './model/llama-model.js';
-export type { ModelInput } from './batch/prepared-input.js';
 export type { AdamWOptions, AdamWState } from './optim/adamw.js';
 export { isNoDecayParameter } from './optim/adamw.js';
 export type { LearningRateSchedule, ScheduleKind } from './optim/schedule.js';
 export { learningRateAt } from './optim/schedule.js';
 export { POLICY_TRAINER_OPTION_KEYS } from './policy-trainer-option-keys.js';
-export type { TokenSequence } from './batch/token-batch.js';
 export type { MemoryParts, MemoryPlan } from './train/memory-plan.js';
 export { planMemory } from './train/memory-plan.js';
 export { createPolicyTrainer, PolicyTrainer } from './train/policy-trainer.js';

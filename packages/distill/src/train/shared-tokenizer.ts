@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '@rlvr/core';
-import type { LlamaConfig, TokenizerFiles } from '@rlvr/model';
+import type { ModelConfig, TokenizerFiles } from '@rlvr/model';
 
 /**
  * Checks that a teacher and a student can be distilled into one another token by token: the same
@@ -7,8 +7,8 @@ import type { LlamaConfig, TokenizerFiles } from '@rlvr/model';
  * @throws {InvalidArgumentError} `INVALID_ARGUMENT` naming what differs.
  */
 export function assertSharedTokenizer(
-  teacher: { config: LlamaConfig; tokenizer?: TokenizerFiles },
-  student: { config: LlamaConfig; tokenizer?: TokenizerFiles },
+  teacher: { config: ModelConfig; tokenizer?: TokenizerFiles },
+  student: { config: ModelConfig; tokenizer?: TokenizerFiles },
 ): void {
   const FN = 'assertSharedTokenizer';
   if (teacher.config.vocab_size !== student.config.vocab_size) {

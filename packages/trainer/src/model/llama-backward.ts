@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import type { PreparedInput } from '../batch/prepared-input.js';
 import type {
   AttentionCore,
   ForwardCache,
@@ -6,7 +7,6 @@ import type {
   LayerCache,
   LlamaModel,
 } from './llama-model.js';
-import type { PreparedInput } from '../batch/prepared-input.js';
 import { type NormCache, rmsNormBackward } from './rms-norm.js';
 
 type Grads = Map<string, tf.Tensor>;

@@ -1,4 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { attentionBias, type PreparedInput } from '../batch/prepared-input.js';
+import { ropeTables, rotateHalfMatrix } from '../batch/rope.js';
 import type {
   AttentionCore,
   ForwardResult,
@@ -6,9 +8,7 @@ import type {
   LayerCache,
   LlamaModel,
 } from './llama-model.js';
-import { attentionBias, type PreparedInput } from '../batch/prepared-input.js';
 import { rmsNormForward } from './rms-norm.js';
-import { ropeTables, rotateHalfMatrix } from '../batch/rope.js';
 
 /** Shapes and tables shared by the layers of one forward pass. */
 type Context = {

@@ -4,9 +4,9 @@ import { referenceForward } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
+import { prepareInput } from '../batch/prepared-input.js';
 import { TINY_CONFIGS, tinyCheckpoint } from '../testing/fixtures.js';
 import { createLlamaModel } from './llama-model.js';
-import { prepareInput } from '../batch/prepared-input.js';
 
 const NAMES = Object.keys(TINY_CONFIGS);
 

@@ -19,6 +19,7 @@ import {
 import * as tf from '@tensorflow/tfjs-core';
 import { ortMatMulActive } from '../backend/ort-matmul.js';
 import { activeBackend, type BackendName } from '../backend/select-backend.js';
+import { type ModelInput, type PreparedInput, prepareInput } from '../batch/prepared-input.js';
 import {
   baseParts,
   cloneNativeParts,
@@ -30,7 +31,6 @@ import { expectedShapes, validatedTensors } from './checkpoint-tensors.js';
 import { llamaBackward } from './llama-backward.js';
 import { llamaForward } from './llama-forward.js';
 import { type MatMulOps, matMulOps } from './ops.js';
-import { type ModelInput, type PreparedInput, prepareInput } from '../batch/prepared-input.js';
 import type { NormCache } from './rms-norm.js';
 
 /**

@@ -11,9 +11,9 @@ import {
 import * as tf from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
+import { prepareInput } from '../batch/prepared-input.js';
 import { TINY_CONFIGS, tinyCheckpoint } from '../testing/fixtures.js';
 import { createLlamaModel } from './llama-model.js';
-import { prepareInput } from '../batch/prepared-input.js';
 
 const inputIds = [
   [1, 5, 7, 3, 2, 9, 4, 11, 13, 2],

@@ -9,8 +9,8 @@ import {
 import { TINY_FAMILY_CONFIGS } from '@rlvr/model/test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
-import { createLlamaModel } from '../model/llama-model.js';
 import { buildTokenBatch, type TokenSequence } from '../batch/token-batch.js';
+import { createLlamaModel } from '../model/llama-model.js';
 import { createPolicyTrainer } from '../train/policy-trainer.js';
 import { ArrayGradSink, lossPositions, NativeEngine } from './native-engine.js';
 import { loadOrtRuntime, SessionCache } from './ort-runtime.js';

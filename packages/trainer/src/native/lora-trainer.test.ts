@@ -2,8 +2,8 @@ import { createRng, type NamedTensor } from '@rlvr/core';
 import { createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
-import { createLlamaModel } from '../model/llama-model.js';
 import type { TokenSequence } from '../batch/token-batch.js';
+import { createLlamaModel } from '../model/llama-model.js';
 import { createPolicyTrainer } from '../train/policy-trainer.js';
 
 const config = parseLlamaConfig({
@@ -62,9 +62,9 @@ describe('PolicyTrainer with LoRA (native engine)', () => {
     const input = { inputIds: [[1, 2, 3, 4]] };
     const a = model.logits(input)[0]!;
     const b = reloaded.logits(input)[0]!;
-    a.forEach((row, t) =>
-      row.forEach((v, i) => expect(Math.abs(v - b[t]![i]!)).toBeLessThan(1e-5)),
-    );
+    for (const [t, row] of a.entries()) {
+      for (const [i, v] of row.entries()) expect(Math.abs(v - b[t]![i]!)).toBeLessThan(1e-5);
+    }
     expect(trainer.getState().optimizer.moments.every((m) => m.name.includes('.lora_'))).toBe(true);
     trainer.dispose();
     model.dispose();
@@ -132,7 +132,9 @@ describe('LoRA adapters as PEFT files', () => {
       const input = { inputIds: [[3, 1, 4, 1, 5]] };
       const a = model.logits(input)[0]!;
       const b = fresh.logits(input)[0]!;
-      a.forEach((row, t) => row.forEach((v, i) => expect(v).toBe(b[t]![i])));
+      for (const [t, row] of a.entries()) {
+        for (const [i, v] of row.entries()) expect(v).toBe(b[t]![i]);
+      }
       const merged = byName(mergeLora(checkpoint, adapter).tensors);
       for (const [name, data] of byName(model.toCheckpoint().tensors)) {
         const other = merged.get(name)!;

@@ -1,9 +1,9 @@
 import { ErrorCode, InvalidArgumentError, RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
+import { buildTokenBatch, type TokenBatch, type TokenSequence } from '../batch/token-batch.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import { logitsGradient, tokenStats } from '../model/token-stats.js';
 import type { AdamW } from '../optim/adamw.js';
-import { buildTokenBatch, type TokenBatch, type TokenSequence } from '../batch/token-batch.js';
 import {
   emptyTotals,
   type LossFunction,

@@ -11,8 +11,8 @@ import {
   validateOptions,
   validateRagged,
 } from '@rlvr/core';
-import type { LlamaModel } from '../model/llama-model.js';
 import type { TokenSequence } from '../batch/token-batch.js';
+import type { LlamaModel } from '../model/llama-model.js';
 import {
   firstNonFinite,
   forwardLogprobs,

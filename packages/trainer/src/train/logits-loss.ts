@@ -1,6 +1,6 @@
 import { InvalidArgumentError, NonFiniteError, ShapeMismatchError } from '@rlvr/core';
-import type { LlamaModel } from '../model/llama-model.js';
 import type { TokenBatch, TokenSequence } from '../batch/token-batch.js';
+import type { LlamaModel } from '../model/llama-model.js';
 import { backpropagateLogits, type MicroBatch } from './gradient-engine.js';
 import { logitsTotals, nativeAccumulateLogits } from './native-steps.js';
 import { type Accumulated, emptySums } from './step-metrics.js';

@@ -3,9 +3,9 @@ import { createRng, InvalidArgumentError, NonFiniteError, ShapeMismatchError } f
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import { createLlamaModel } from '../model/llama-model.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
-import type { TokenSequence } from '../batch/token-batch.js';
 import { microBatches } from './gradient-engine.js';
 import { logitsGradients } from './logits-loss.js';
 import {

@@ -2,8 +2,8 @@ import { createRng } from '@rlvr/core';
 import { type Checkpoint, createRandomCheckpoint, parseLlamaConfig } from '@rlvr/model';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
-import { createLlamaModel } from '../model/llama-model.js';
 import type { TokenSequence } from '../batch/token-batch.js';
+import { createLlamaModel } from '../model/llama-model.js';
 import { createPolicyTrainer, type PolicyTrainerOptions } from './policy-trainer.js';
 import type { GrpoBatch, GrpoStepOptions } from './trainer-types.js';
 

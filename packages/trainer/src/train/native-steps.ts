@@ -7,6 +7,7 @@
  * as `keep` says (cache or recompute: `gradientCheckpointing`). @internal
  */
 import { NonFiniteError, ShapeMismatchError } from '@rlvr/core';
+import type { TokenBatch, TokenSequence } from '../batch/token-batch.js';
 import type { EngineLora, Keep, NativeEngine } from '../native/native-engine.js';
 import { evalLora, type NativeParts } from '../native/native-model.js';
 import type { TrainStore } from '../native/train-store.js';
@@ -16,7 +17,6 @@ import {
   isProjectionWeight,
   transposed,
 } from '../optim/adamw.js';
-import type { TokenBatch, TokenSequence } from '../batch/token-batch.js';
 import {
   type LossFunction,
   type MicroBatch,

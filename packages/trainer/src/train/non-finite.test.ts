@@ -2,10 +2,10 @@ import { ErrorCode, NonFiniteError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import { TrainingStalledError } from '../errors/training-stalled-error.js';
 import { createLlamaModel } from '../model/llama-model.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
-import type { TokenSequence } from '../batch/token-batch.js';
 import {
   createPolicyTrainer,
   type LogitsLossFunction,

@@ -8,11 +8,11 @@ import {
   validateOptions,
 } from '@rlvr/core';
 import type { LoraAdapter } from '@rlvr/model';
+import type { TokenSequence } from '../batch/token-batch.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import { LoraAdapters } from '../native/lora-adapters.js';
 import { layerSpecOf } from '../native/param-store.js';
 import { AdamW } from '../optim/adamw.js';
-import type { TokenSequence } from '../batch/token-batch.js';
 import {
   accumulateGradients,
   firstNonFinite,
@@ -148,7 +148,7 @@ export class PolicyTrainer {
   ): CompletionLogprobsResult {
     const functionName = 'PolicyTrainer.completionLogprobs';
     this.model.assertLive('completionLogprobs');
-    const { grpo, guard, microBatchSize } = inner(this);
+    const { grpo, guard } = inner(this);
     const opts = validateOptions<CompletionLogprobsOptions>(options, {
       parameter: 'options',
       functionName,
@@ -190,7 +190,7 @@ export class PolicyTrainer {
   grpoStep(batch: GrpoBatch, options?: GrpoStepOptions): GrpoStepResult {
     const functionName = 'PolicyTrainer.grpoStep';
     this.model.assertLive('grpoStep');
-    const { grpo, guard, microBatchSize } = inner(this);
+    const { grpo, guard } = inner(this);
     const input = validateGrpoInput(batch, options, grpo, functionName);
     const micro = this.microBatches(input.sequences, functionName);
     const started = performance.now();

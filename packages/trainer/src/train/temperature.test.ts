@@ -3,10 +3,10 @@ import { createRng, policyLoss } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import { createLlamaModel, type LlamaModel } from '../model/llama-model.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
 import { TfjsSampler } from '../testing/tfjs-sampler.js';
-import type { TokenSequence } from '../batch/token-batch.js';
 import { accumulateGradients, microBatches } from './gradient-engine.js';
 import { createPolicyTrainer, type PolicyTrainerOptions } from './policy-trainer.js';
 

@@ -1,12 +1,12 @@
 import { ErrorCode, InvalidArgumentError, MISMATCH_DEFAULTS, policyLoss } from '@rlvr/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
+import type { TokenSequence } from '../batch/token-batch.js';
 import { ADAMW_DEFAULTS, SCHEDULE_DEFAULTS, TRAINER_DEFAULTS } from '../defaults.js';
 import { createLlamaModel } from '../model/llama-model.js';
 import { AdamW } from '../optim/adamw.js';
 import { learningRateAt, validateSchedule } from '../optim/schedule.js';
 import { tinyCheckpoint } from '../testing/fixtures.js';
-import type { TokenSequence } from '../batch/token-batch.js';
 import { createPolicyTrainer, type PolicyTrainerOptions } from './policy-trainer.js';
 import { resolveTrainerOptions } from './trainer-options.js';
 

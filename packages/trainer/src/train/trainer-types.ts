@@ -1,6 +1,6 @@
 import type { MismatchMetrics, PolicyLossMetrics } from '@rlvr/core';
-import type { AdamWState } from '../optim/adamw.js';
 import type { TokenSequence } from '../batch/token-batch.js';
+import type { AdamWState } from '../optim/adamw.js';
 
 /** One generation batch for {@link PolicyTrainer.grpoStep}. */
 export type GrpoBatch = {
