@@ -1,3 +1,28 @@
+export type {
+  AssistantTurn,
+  ChatMessage,
+  Environment,
+  EnvironmentFactory,
+  EnvironmentInput,
+  EnvironmentReset,
+  EnvironmentStep,
+  JsonSchema,
+  MalformedToolCall,
+  ToolCall,
+  ToolDefinition,
+  ToolExecutionContext,
+  ToolResultRecord,
+  ToolResultStatus,
+  ToolSpec,
+  TurnFinishReason,
+} from './environment.js';
+export {
+  assertEnvironment,
+  CHAT_ROLES,
+  TOOL_RESULT_STATUSES,
+  validateEnvironmentReset,
+  validateEnvironmentStep,
+} from './environment.js';
 export type { CompletionRecord, MetricRecord } from './metrics.js';
 export type { RewardFunction, RewardInput, WeightedReward } from './reward.js';
 export type { Rollout, RolloutGroup } from './rollout.js';
@@ -21,5 +46,19 @@ export {
   throwIfAborted,
   validateConfidenceRequest,
 } from './sampler.js';
+export type {
+  MultiTurnSampler,
+  Trajectory,
+  TrajectoryEndReason,
+  TrajectoryPrompt,
+  TrajectoryRequest,
+  TrajectoryTurn,
+} from './trajectory.js';
+export {
+  isMultiTurnSampler,
+  TRAJECTORY_REQUEST_KEYS,
+  validateTrajectory,
+  validateTrajectoryRequest,
+} from './trajectory.js';
 export type { Verifier, VerifyInput, VerifyResult } from './verifier.js';
 export type { NamedTensor, WeightSnapshot } from './weights.js';
