@@ -17,3 +17,9 @@ export type {
   ViolationKind,
 } from './types.js';
 export { DEFAULT_SANDBOX_LIMITS } from './types.js';
+export type {
+  RunInWorkspaceOptions,
+  WorkspaceRunResult,
+  WorkspaceRunStatus,
+} from './workspace-run.js';
+export { runInWorkspace } from './workspace-run.js';

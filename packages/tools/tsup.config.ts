@@ -1,0 +1,19 @@
+import { readFileSync } from 'node:fs';
+import { defineConfig } from 'tsup';
+
+const { version } = JSON.parse(
+  readFileSync(new URL('./package.json', import.meta.url), 'utf8'),
+) as {
+  version: string;
+};
+
+export default defineConfig({
+  entry: { index: 'src/index.ts', 'ai-sdk': 'src/ai-sdk.ts' },
+  format: ['esm', 'cjs'],
+  dts: true,
+  sourcemap: true,
+  clean: true,
+  target: 'node20',
+  external: ['ai'],
+  define: { __PACKAGE_VERSION__: JSON.stringify(version) },
+});
