@@ -9,6 +9,13 @@ export {
 } from './generation/logits-processors.js';
 export { rawLogprob, type SampledToken, sequenceRng, TokenSampler } from './generation/samplers.js';
 export { findStopString, SequenceTracker, type StopMatch } from './generation/stopping-criteria.js';
+export { HERMES_CHAT_TEMPLATE } from './multi-turn/hermes-template.js';
+export {
+  type ParsedToolCalls,
+  parseToolCalls,
+  TOOL_CALL_CLOSE,
+  TOOL_CALL_OPEN,
+} from './multi-turn/tool-call-format.js';
 export {
   createOnnxSampler,
   type OnnxSampler,

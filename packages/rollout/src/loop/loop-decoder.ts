@@ -384,6 +384,85 @@ export class LoopDecoder {
     return result;
   }
 
+  /**
+   * Multi-turn: feeds a chunk per current row (the last sampled token and the environment's tokens;
+   * left-padded to the longest with masked holes, positions continuing each row's own) and samples
+   * `steps` tokens per row. `hold` rows feed a masked placeholder: what the call samples for them is
+   * masked out afterwards and their position does not move. Rows kept by {@link keepRows} only.
+   */
+  async feed(
+    chunks: readonly (readonly number[])[],
+    hold: readonly boolean[],
+    uniforms: Float32Array,
+    sampling: LoopSampling,
+  ): Promise<ChunkResult> {
+    const previous = this.rows;
+    const width = Math.max(1, ...chunks.map((chunk) => chunk.length));
+    const length = this.length + width;
+    const ids = new Array<number>(previous * width).fill(0);
+    const positionIds = new Array<number>(previous * width).fill(0);
+    const mask = new BigInt64Array(previous * length);
+    const fed = new Uint8Array(previous * width);
+    for (let row = 0; row < previous; row++) {
+      for (let column = 0; column < this.length; column++)
+        mask[row * length + column] = BigInt(this.mask[row * this.length + column]!);
+      if (hold[row]) continue;
+      const chunk = chunks[row]!;
+      const pad = width - chunk.length;
+      chunk.forEach((token, column) => {
+        ids[row * width + pad + column] = token;
+        positionIds[row * width + pad + column] = this.positions[row]! + column;
+        mask[row * length + this.length + pad + column] = 1n;
+        fed[row * width + pad + column] = 1;
+      });
+    }
+    const kept = this.kept ?? Array.from({ length: previous }, (_, row) => row);
+    const rows = kept.length;
+    const steps = uniforms.length / rows;
+    const io = LOOP_IO.inputs;
+    const feeds: Record<string, Ort.Tensor> = {
+      ...this.weightFeeds,
+      ...this.scalars(sampling),
+      [io.inputIds]: this.int64(ids, [previous, width]),
+      [io.attentionMask]: new this.ort.Tensor('int64', mask, [previous, length]),
+      [io.positionIds]: this.int64(positionIds, [previous, width]),
+      [io.rows]: this.int64(kept, [rows]),
+      [io.uniforms]: new this.ort.Tensor('float32', uniforms, [rows, steps]),
+      [io.seen]: this.seenTensor(rows, undefined),
+    };
+    for (let layer = 0; layer < this.layout.numLayers; layer++) {
+      feeds[LOOP_IO.past(layer, 'key')] = this.past[2 * layer]!;
+      feeds[LOOP_IO.past(layer, 'value')] = this.past[2 * layer + 1]!;
+    }
+    const result = await this.run(feeds, rows, steps);
+    const nextLength = length + steps - 1;
+    const nextMask = new Uint8Array(rows * nextLength);
+    kept.forEach((row, index) => {
+      const base = index * nextLength;
+      nextMask.set(this.mask.subarray(row * this.length, (row + 1) * this.length), base);
+      nextMask.set(fed.subarray(row * width, (row + 1) * width), base + this.length);
+      if (!hold[row]) nextMask.fill(1, base + length, base + nextLength);
+    });
+    this.positions = kept.map((row) =>
+      hold[row] ? this.positions[row]! : this.positions[row]! + chunks[row]!.length - 1 + steps,
+    );
+    this.mask = nextMask;
+    this.length = nextLength;
+    this.kept = undefined;
+    return result;
+  }
+
+  /**
+   * Multi-turn: row `row` used only part of the last call's tokens — the last `unused` cache
+   * entries of that call belong to tokens after its turn ended: mask them and move its position back.
+   */
+  rewind(row: number, unused: number): void {
+    if (unused <= 0) return;
+    const end = (row + 1) * this.length;
+    this.mask.fill(0, end - unused, end);
+    this.positions[row]! -= unused;
+  }
+
   /** Keeps only the given rows (ascending indices into the current rows) from the next call on. */
   keepRows(rows: readonly number[]): void {
     this.kept = [...rows];

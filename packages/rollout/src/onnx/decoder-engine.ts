@@ -6,6 +6,8 @@ import {
   type TokenEvent,
 } from '../engine/generate-batch.js';
 import { generateChunked } from '../engine/generate-chunked.js';
+import { generateTurns, type TurnHooks, type TurnSettings } from '../engine/generate-turns.js';
+import { loopStepper, optimumStepper } from '../engine/turn-steppers.js';
 import { type BoundWeights, LoopDecoder } from '../loop/loop-decoder.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import type { SessionSettings } from './ort.js';
@@ -35,6 +37,12 @@ export type DecoderEngine = {
     settings: GenerationSettings,
     hooks: GenerateHooks,
   ): Promise<IndexedCompletion[]>;
+  /** Multi-turn generation (see `generateTurns`). */
+  generateTurns(
+    jobs: readonly SequenceJob[],
+    settings: TurnSettings,
+    hooks: TurnHooks,
+  ): Promise<void>;
   /** Opens a new graph (`weights`: the values of a loop graph built with weight inputs). */
   replaceSession(
     model: Uint8Array | string,
@@ -62,6 +70,13 @@ export async function createDecoderEngine(
       vocabSize: decoder.vocabSize,
       generate: (jobs, settings, hooks) =>
         generateChunked(decoder, jobs, settings, kind.stepsPerRun, hooks),
+      generateTurns: (jobs, settings, hooks) =>
+        generateTurns(
+          loopStepper(decoder, settings.sampling, kind.stepsPerRun),
+          jobs,
+          settings,
+          hooks,
+        ),
       replaceSession: (next, settings, nextWeights) =>
         decoder.replaceSession(next, settings, nextWeights),
       writeWeights: (data) => decoder.writeWeights(data),
@@ -72,6 +87,8 @@ export async function createDecoderEngine(
   return {
     vocabSize: decoder.vocabSize,
     generate: (jobs, settings, hooks) => generateBatch(decoder, jobs, settings, hooks),
+    generateTurns: (jobs, settings, hooks) =>
+      generateTurns(optimumStepper(decoder, settings.sampling), jobs, settings, hooks),
     replaceSession: (next, settings, nextWeights) => {
       if (nextWeights) throw new Error('the optimum engine has its weights built into the graph');
       return decoder.replaceSession(next, settings);

@@ -238,6 +238,64 @@ export class OnnxDecoder implements BatchDecoder {
     return outputs.logits!.data as Float32Array;
   }
 
+  /**
+   * Feeds a chunk of tokens per current row after the cache (multi-turn: the last policy token
+   * and the environment's tokens), left-padded to the longest chunk with masked holes, positions
+   * continuing each row's own; `hold` rows feed one masked placeholder and do not advance. Returns
+   * the next-token logits of every row (`[rows, vocab]`).
+   */
+  async feed(
+    chunks: readonly (readonly number[])[],
+    hold: readonly boolean[],
+  ): Promise<Float32Array> {
+    const { numLayers, vocabSize } = this.layout;
+    const rows = this.rows;
+    const width = Math.max(1, ...chunks.map((chunk) => chunk.length));
+    const length = this.length + width;
+    const ids = new Array<number>(rows * width).fill(0);
+    const positionIds = new Array<number>(rows * width).fill(0);
+    const mask = new Uint8Array(rows * length);
+    for (let row = 0; row < rows; row++) {
+      mask.set(this.mask.subarray(row * this.length, (row + 1) * this.length), row * length);
+      if (hold[row]) continue;
+      const chunk = chunks[row]!;
+      const pad = width - chunk.length;
+      chunk.forEach((token, column) => {
+        ids[row * width + pad + column] = token;
+        positionIds[row * width + pad + column] = this.positions[row]! + column;
+        mask[row * length + this.length + pad + column] = 1;
+      });
+    }
+    const feeds: Record<string, Ort.Tensor> = {
+      input_ids: this.indexTensor(ids, [rows, width]),
+      attention_mask: this.indexTensor(mask, [rows, length]),
+    };
+    if (this.layout.hasPositionIds)
+      feeds.position_ids = this.indexTensor(positionIds, [rows, width]);
+    for (let layer = 0; layer < numLayers; layer++) {
+      feeds[`past_key_values.${layer}.key`] = this.past[2 * layer]!;
+      feeds[`past_key_values.${layer}.value`] = this.past[2 * layer + 1]!;
+    }
+    const outputs = await this.run(feeds);
+    this.past = [];
+    for (let layer = 0; layer < numLayers; layer++) {
+      this.past.push(outputs[`present.${layer}.key`]!, outputs[`present.${layer}.value`]!);
+    }
+    this.mask = mask;
+    this.length = length;
+    for (let row = 0; row < rows; row++) {
+      if (!hold[row]) this.positions[row]! += chunks[row]!.length;
+    }
+    const all = outputs.logits!.data as Float32Array;
+    if (width === 1) return all;
+    const logits = new Float32Array(rows * vocabSize);
+    for (let row = 0; row < rows; row++) {
+      const offset = (row * width + width - 1) * vocabSize;
+      logits.set(all.subarray(offset, offset + vocabSize), row * vocabSize);
+    }
+    return logits;
+  }
+
   keepRows(rows: readonly number[]): void {
     const { numKvHeads, headDim } = this.layout;
     const perRow = numKvHeads * this.length * headDim;

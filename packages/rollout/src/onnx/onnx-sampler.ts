@@ -3,9 +3,11 @@ import {
   type Completion,
   ErrorCode,
   InvalidArgumentError,
+  type MultiTurnSampler,
   RlvrError,
   type SampleRequest,
-  type Sampler,
+  type Trajectory,
+  type TrajectoryRequest,
   throwIfAborted,
   validateOptions,
   type WeightSnapshot,
@@ -18,6 +20,7 @@ import type {
   TokenEvent,
 } from '../engine/generate-batch.js';
 import { buildLoopGraph, buildLoopGraphWithWeightInputs } from '../loop/loop-graph.js';
+import { type RunTurns, sampleTrajectories } from '../multi-turn/sample-trajectories.js';
 import {
   createRolloutTokenizer,
   type RolloutTokenizer,
@@ -67,7 +70,7 @@ export type WeightSyncTiming = {
 };
 
 /** The ONNX Runtime sampler: core's {@link Sampler} plus streaming and weight-sync timing. */
-export interface OnnxSampler extends Sampler {
+export interface OnnxSampler extends MultiTurnSampler {
   readonly specificationVersion: 'v1';
   readonly modelId: string;
   readonly vocabSize: number;
@@ -98,6 +101,15 @@ export interface OnnxSampler extends Sampler {
    * snapshot's arrays are read when the update runs, so keep them unchanged until it resolves.
    */
   updateWeights(snapshot: WeightSnapshot): Promise<void>;
+  /**
+   * Multi-turn rollouts against environments (core's `TrajectoryRequest` rules): needs a tokenizer
+   * with a chat template; turns pause at the template's tool-call end (`</tool_call>`), tool
+   * results are rendered in the template's format and fed on the same KV cache.
+   */
+  sampleTrajectories(
+    request: TrajectoryRequest,
+    options?: { signal?: AbortSignal },
+  ): Promise<Trajectory[][]>;
   /** Timing of the last weight update, if any. */
   readonly lastWeightSync: WeightSyncTiming | undefined;
   /** Stops the workers and releases the sessions. */
@@ -105,6 +117,7 @@ export interface OnnxSampler extends Sampler {
 }
 
 type Engine = {
+  generateTurns: RunTurns;
   generate(
     jobs: SequenceJob[],
     settings: GenerationSettings,
@@ -179,6 +192,15 @@ async function createEngine(
             onToken,
           }),
         ),
+      generateTurns: (jobs, settings, signal, onPause) =>
+        serial(() =>
+          decoder.generateTurns(jobs, settings, {
+            decode: tokenizer ? (ids) => tokenizer.decode(ids) : undefined,
+            shouldAbort: () => signal?.aborted === true,
+            pause: signal ? yieldToEventLoop : undefined,
+            onPause,
+          }),
+        ),
       update: async (next) => {
         const started = performance.now();
         await decoder.replaceSession(
@@ -221,6 +243,17 @@ async function createEngine(
         signal?.addEventListener('abort', onAbort, { once: true });
         return pool
           .generate(jobs, settings, flagBuffer, onToken)
+          .finally(() => signal?.removeEventListener('abort', onAbort));
+      }),
+    generateTurns: (jobs, settings, signal, onPause) =>
+      serial(() => {
+        const flagBuffer = new SharedArrayBuffer(4);
+        const flag = new Int32Array(flagBuffer);
+        const onAbort = () => Atomics.store(flag, 0, 1);
+        if (signal?.aborted) onAbort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        return pool
+          .generateTurns(jobs, settings, flagBuffer, onPause)
           .finally(() => signal?.removeEventListener('abort', onAbort));
       }),
     update: (next) => pool.update(next, session),
@@ -333,6 +366,30 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
     engine: kind.type,
     get lastWeightSync() {
       return lastWeightSync;
+    },
+    async sampleTrajectories(request, callOptions) {
+      const functionName = 'OnnxSampler.sampleTrajectories';
+      const { signal } = validateOptions<{ signal?: AbortSignal }>(callOptions, {
+        parameter: 'options',
+        functionName,
+        known: ['signal'],
+      });
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        throw new InvalidArgumentError({
+          parameter: 'options.signal',
+          functionName,
+          value: signal,
+          expected: 'an AbortSignal',
+        });
+      }
+      if (closed) {
+        throw new RlvrError(ErrorCode.UNAVAILABLE, `${functionName}() was called after close()`);
+      }
+      return sampleTrajectories(
+        { tokenizer, eosTokenIds, run: engine.generateTurns },
+        request,
+        signal,
+      );
     },
     async sample(request, callOptions) {
       const { jobs, settings, promptCount, n, signal } = prepare(request, callOptions, 'sample');

@@ -8,6 +8,7 @@ import type {
   SequenceJob,
   TokenEvent,
 } from '../engine/generate-batch.js';
+import type { PausedRow, RowAction, TurnSettings } from '../engine/generate-turns.js';
 import type { TokenizerFiles } from '../tokenizer/rollout-tokenizer.js';
 import type { EngineKind } from './decoder-engine.js';
 import type { SessionSettings } from './ort.js';
@@ -43,6 +44,7 @@ type Pending = {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   onToken?: (event: TokenEvent) => void;
+  onPause?: (rows: PausedRow[]) => Promise<RowAction[]>;
 };
 
 /** One worker thread holding one ONNX session. @internal */
@@ -88,6 +90,23 @@ class SessionWorker {
       pending.onToken?.(message.event);
       return;
     }
+    if (message.type === 'pause') {
+      const { jobId } = message;
+      const answer = pending.onPause
+        ? pending.onPause(message.rows)
+        : Promise.resolve(message.rows.map(() => ({ done: true as const })));
+      void answer.then(
+        (actions) =>
+          this.worker.postMessage({ type: 'resume', jobId, actions } satisfies WorkerRequest),
+        () =>
+          this.worker.postMessage({
+            type: 'resume',
+            jobId,
+            actions: message.rows.map(() => ({ done: true as const })),
+          } satisfies WorkerRequest),
+      );
+      return;
+    }
     this.pending.delete(message.jobId);
     if (message.type === 'done') pending.resolve(message.completions);
     else if (message.type === 'updated') pending.resolve(message.elapsedMs);
@@ -97,11 +116,17 @@ class SessionWorker {
   private request<T>(
     make: (jobId: number) => WorkerRequest,
     onToken?: (event: TokenEvent) => void,
+    onPause?: Pending['onPause'],
   ): Promise<T> {
     if (this.failure) return Promise.reject(this.failure);
     const jobId = this.nextJobId++;
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(jobId, { resolve: resolve as (value: unknown) => void, reject, onToken });
+      this.pending.set(jobId, {
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        onToken,
+        onPause,
+      });
       this.worker.postMessage(make(jobId));
     });
   }
@@ -122,6 +147,19 @@ class SessionWorker {
         stream: onToken !== undefined,
       }),
       onToken,
+    );
+  }
+
+  generateTurns(
+    jobs: SequenceJob[],
+    settings: TurnSettings,
+    abortFlag: SharedArrayBuffer,
+    onPause: (rows: PausedRow[]) => Promise<RowAction[]>,
+  ): Promise<unknown> {
+    return this.request(
+      (jobId) => ({ type: 'turns', jobId, jobs, settings, abortFlag }),
+      undefined,
+      onPause,
     );
   }
 
@@ -192,6 +230,26 @@ export class WorkerPool {
   }
 
   /** Replaces every worker's session; resolves with the slowest worker's time in ms. */
+  /** Multi-turn generation: jobs split as in {@link generate}; rows report their global job index. */
+  async generateTurns(
+    jobs: SequenceJob[],
+    settings: TurnSettings,
+    abortFlag: SharedArrayBuffer,
+    onPause: (rows: PausedRow[]) => Promise<RowAction[]>,
+  ): Promise<void> {
+    const chunk = Math.ceil(jobs.length / this.workers.length);
+    await Promise.all(
+      this.workers.map((worker, index) => {
+        const offset = index * chunk;
+        const slice = jobs.slice(offset, offset + chunk);
+        if (slice.length === 0) return undefined;
+        return worker.generateTurns(slice, settings, abortFlag, (rows) =>
+          onPause(rows.map((row) => ({ ...row, job: row.job + offset }))),
+        );
+      }),
+    );
+  }
+
   async update(model: ModelSource, session: SessionSettings): Promise<number> {
     const times = await Promise.all(this.workers.map((worker) => worker.update(model, session)));
     return Math.max(...times);

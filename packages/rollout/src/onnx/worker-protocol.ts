@@ -4,6 +4,7 @@ import type {
   SequenceJob,
   TokenEvent,
 } from '../engine/generate-batch.js';
+import type { PausedRow, RowAction, TurnSettings } from '../engine/generate-turns.js';
 import type { BoundWeights } from '../loop/loop-decoder.js';
 import type { TokenizerFiles } from '../tokenizer/rollout-tokenizer.js';
 import type { EngineKind } from './decoder-engine.js';
@@ -34,6 +35,15 @@ export type WorkerRequest =
       abortFlag: SharedArrayBuffer;
       stream: boolean;
     }
+  | {
+      type: 'turns';
+      jobId: number;
+      jobs: SequenceJob[];
+      settings: TurnSettings;
+      abortFlag: SharedArrayBuffer;
+    }
+  /** The environments' answer to a `pause` (handled as soon as it arrives, not queued). */
+  | { type: 'resume'; jobId: number; actions: RowAction[] }
   | { type: 'update'; jobId: number; model: ModelSource; session: SessionSettings }
   /** Copy new weights (a SharedArrayBuffer view) into the session's weight inputs. */
   | { type: 'weights'; jobId: number; data: Float32Array }
@@ -49,6 +59,8 @@ export type WorkerResponse =
   | { type: 'token'; jobId: number; event: TokenEvent }
   | { type: 'done'; jobId: number; completions: IndexedCompletion[]; elapsedMs: number }
   | { type: 'updated'; jobId: number; elapsedMs: number }
+  /** Every row of a `turns` job ended its turn: step the environments, answer with `resume`. */
+  | { type: 'pause'; jobId: number; rows: PausedRow[] }
   | { type: 'error'; jobId: number; error: WorkerError };
 
 /** Serializes an error for postMessage. @internal */

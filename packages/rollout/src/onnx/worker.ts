@@ -1,4 +1,5 @@
 import { parentPort } from 'node:worker_threads';
+import type { RowAction } from '../engine/generate-turns.js';
 import { createRolloutTokenizer, type RolloutTokenizer } from '../tokenizer/rollout-tokenizer.js';
 import { createDecoderEngine, type DecoderEngine } from './decoder-engine.js';
 import {
@@ -15,6 +16,8 @@ const port = parentPort;
 let decoder: DecoderEngine | undefined;
 let tokenizer: RolloutTokenizer | undefined;
 let queue: Promise<void> = Promise.resolve();
+/** Multi-turn jobs waiting for the environments' answer, by job id. */
+const waiting = new Map<number, (actions: RowAction[]) => void>();
 
 const post = (message: WorkerResponse) => port.postMessage(message);
 // onnxruntime-node only accepts bytes backed by a plain ArrayBuffer: copy shared bytes once.
@@ -60,6 +63,32 @@ async function handle(message: WorkerRequest): Promise<void> {
       }
       return;
     }
+    case 'turns': {
+      const started = performance.now();
+      try {
+        const flag = new Int32Array(message.abortFlag);
+        await decoder!.generateTurns(message.jobs, message.settings, {
+          decode: tokenizer ? (ids) => tokenizer!.decode(ids) : undefined,
+          shouldAbort: () => Atomics.load(flag, 0) !== 0,
+          onPause: (rows) =>
+            new Promise<RowAction[]>((resolve) => {
+              waiting.set(message.jobId, resolve);
+              post({ type: 'pause', jobId: message.jobId, rows });
+            }),
+        });
+        post({
+          type: 'done',
+          jobId: message.jobId,
+          completions: [],
+          elapsedMs: performance.now() - started,
+        });
+      } catch (error) {
+        post({ type: 'error', jobId: message.jobId, error: serializeError(error) });
+      }
+      return;
+    }
+    case 'resume':
+      return;
     case 'update': {
       const started = performance.now();
       try {
@@ -94,5 +123,11 @@ async function handle(message: WorkerRequest): Promise<void> {
 }
 
 port.on('message', (message: WorkerRequest) => {
+  if (message.type === 'resume') {
+    const resolve = waiting.get(message.jobId);
+    waiting.delete(message.jobId);
+    resolve?.(message.actions);
+    return;
+  }
   queue = queue.then(() => handle(message));
 });

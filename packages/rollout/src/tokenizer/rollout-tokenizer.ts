@@ -13,6 +13,15 @@ export interface RolloutTokenizer {
   applyChatTemplate(text: string): number[];
   /** Id of the tokenizer's EOS token, if it has one. */
   eosTokenIds: number[];
+  /** Token ids of `text` without added special tokens (text a chat template rendered). */
+  encodeRendered(text: string): number[];
+  /** Whether the tokenizer has a chat template (multi-turn rollouts need one). */
+  hasChatTemplate: boolean;
+  /** Renders chat messages with the template (`tools` in the OpenAI function shape). */
+  renderChat(
+    messages: readonly { role: string; content: string }[],
+    options: { tools?: readonly object[]; addGenerationPrompt: boolean },
+  ): string;
 }
 
 /**
@@ -57,5 +66,12 @@ export async function createRolloutTokenizer(files: TokenizerFiles): Promise<Rol
       return tokenizer.encode(rendered, { addSpecialTokens: false });
     },
     eosTokenIds: tokenizer.eosTokenId === undefined ? [] : [tokenizer.eosTokenId],
+    encodeRendered: (text) => tokenizer.encode(text, { addSpecialTokens: false }),
+    hasChatTemplate: tokenizer.chatTemplate !== undefined,
+    renderChat: (messages, { tools, addGenerationPrompt }) =>
+      tokenizer.applyChatTemplate(messages, {
+        addGenerationPrompt,
+        ...(tools && tools.length > 0 ? { variables: { tools } } : {}),
+      }),
   };
 }
