@@ -123,7 +123,8 @@ describe('sampleTrajectories', () => {
       optimum = await roll('optimum', 0);
       const flat = optimum.flat();
       expect(flat).toHaveLength(6);
-      flat.forEach((trajectory, index) => validateTrajectory(trajectory, `t${index}`, 'test'));
+      for (const [index, trajectory] of flat.entries())
+        validateTrajectory(trajectory, `t${index}`, 'test');
       // several turns with environment tokens between them, G per prompt with different turn counts
       expect(flat.every((trajectory) => trajectory.turns.length >= 1)).toBe(true);
       expect(flat.some((trajectory) => trajectory.turns.length === 3)).toBe(true);
