@@ -56,6 +56,7 @@ export type {
 } from './trajectory.js';
 export {
   isMultiTurnSampler,
+  TRAJECTORY_END_REASONS,
   TRAJECTORY_REQUEST_KEYS,
   validateTrajectory,
   validateTrajectoryRequest,

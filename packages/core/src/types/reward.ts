@@ -1,4 +1,5 @@
 import type { FinishReason } from './sampler.js';
+import type { Trajectory } from './trajectory.js';
 /** What a reward function sees about one sample. */
 export type RewardInput = {
   /** The prompt as text. */
@@ -15,6 +16,11 @@ export type RewardInput = {
   completionTokens?: number;
   /** Any other fields of the dataset record. */
   metadata?: Readonly<Record<string, unknown>>;
+  /**
+   * Multi-turn runs: the whole trajectory (turns, transcript, the environment's reward), the
+   * final state a reward function scores; `completion` is then the last assistant turn's text.
+   */
+  trajectory?: Trajectory;
 };
 
 /**

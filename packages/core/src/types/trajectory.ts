@@ -75,6 +75,14 @@ export const TRAJECTORY_REQUEST_KEYS = [
 /** Why a trajectory ended (see the rules of {@link TrajectoryRequest}). */
 export type TrajectoryEndReason = 'done' | 'max-turns' | 'length' | 'abort';
 
+/** Every {@link TrajectoryEndReason}, for validation and metric names. */
+export const TRAJECTORY_END_REASONS = [
+  'done',
+  'max-turns',
+  'length',
+  'abort',
+] as const satisfies readonly TrajectoryEndReason[];
+
 /** One assistant turn of a {@link Trajectory} and the environment tokens that follow it. */
 export type TrajectoryTurn = {
   /** The turn's policy tokens are `tokenIds[start, end)`. */

@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import {
   assertSampler,
   createRng,
+  type EnvironmentFactory,
   fingerprint,
   InvalidArgumentError,
   rejectIneffective,
@@ -15,6 +16,7 @@ import type { Checkpoint } from '@rlvr/model';
 import { validatedTensors } from '../model/checkpoint-tensors.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import { createPolicyTrainer } from '../train/policy-trainer.js';
+import { resolveEnvironment } from './environment-options.js';
 import { rewardColumns, rewardWeights, validateAdvantageSettings } from './grpo-advantages.js';
 import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
 import { GrpoTrainer } from './grpo-trainer.js';
@@ -42,8 +44,20 @@ export type GrpoTrainerOptions = {
   sampler: Sampler;
   /** Prompt records, or the path of a JSONL file of them. */
   dataset: readonly PromptRecord[] | string;
-  /** Reward functions (weighted sum, or GDPO with `multiReward: 'normalize_then_sum'`). */
-  rewards: readonly WeightedReward[];
+  /**
+   * Reward functions (weighted sum, or GDPO with `multiReward: 'normalize_then_sum'`). Optional
+   * with `environment` (its reward is then the only column, or one beside these).
+   */
+  rewards?: readonly WeightedReward[];
+  /**
+   * Multi-turn RL: creates each trajectory's environment (core's `Environment`; `@rlvr/tools`'
+   * `createToolEnvironment` builds one from tools). The sampler must be a `MultiTurnSampler`;
+   * rollouts are trajectories (`config.maxTurns`, `config.maxTotalTokens`), the loss and logprobs
+   * cover the policy's tokens only (environment tokens are masked), the environment's reward is
+   * the reward column `environment` (weight 1) beside `rewards`, whose functions get the
+   * trajectory as `trajectory` and its last turn as `completion`. Not with `maxStaleness > 0`.
+   */
+  environment?: EnvironmentFactory;
   config: GrpoConfig;
   /** Encodes prompts when the sampler does not report `promptTokenIds`. */
   tokenizer?: { encode(text: string): number[] };
@@ -78,6 +92,7 @@ const OPTION_KEYS = [
   'sampler',
   'dataset',
   'rewards',
+  'environment',
   'config',
   'tokenizer',
   'resume',
@@ -334,9 +349,17 @@ export async function createGrpoTrainer(options: GrpoTrainerOptions): Promise<Gr
     aliases: OPTION_ALIASES,
   });
   const model = checkModel(opts.model);
-  const config = resolveGrpoConfig(opts.config as GrpoConfig, FN);
-  const sampler = checkSampler(opts.sampler, config);
-  const rewards = checkRewards(opts.rewards);
+  const resolvedConfig = resolveGrpoConfig(opts.config as GrpoConfig, FN);
+  const sampler = checkSampler(opts.sampler, resolvedConfig);
+  const multiTurn = resolveEnvironment(
+    opts.environment,
+    sampler,
+    resolvedConfig,
+    opts.environment !== undefined && opts.rewards === undefined
+      ? undefined
+      : checkRewards(opts.rewards),
+  );
+  const { config, rewards, environment } = multiTurn;
   checkRunFlags(opts, config);
   validatePolicyOptions(config, FN);
   const weights = rewardWeights(rewards, config);
@@ -388,6 +411,7 @@ export async function createGrpoTrainer(options: GrpoTrainerOptions): Promise<Gr
     policy,
     model,
     sampler,
+    environment,
     dataset,
     rewards,
     config,

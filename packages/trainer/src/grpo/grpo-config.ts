@@ -220,6 +220,17 @@ export type GrpoConfig = {
    * sampled with the checkpoint's weights).
    */
   maxStaleness?: number;
+  /**
+   * Multi-turn runs (`environment` given): most assistant turns per trajectory (default 4)
+   * [TRL `max_turns`]. Without an environment it is `INEFFECTIVE_OPTION`.
+   */
+  maxTurns?: number;
+  /**
+   * Multi-turn runs: most tokens per trajectory after the prompt, policy and environment tokens
+   * together (default `maxTurns × maxNewTokens`; `maxNewTokens` is then the limit of one turn).
+   * Without an environment it is `INEFFECTIVE_OPTION`.
+   */
+  maxTotalTokens?: number;
 
   /** Folder for `metrics.jsonl`, `completions.jsonl` and `checkpoints/` (default: none). */
   outputDir?: string;

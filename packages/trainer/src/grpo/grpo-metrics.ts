@@ -4,6 +4,7 @@ import { combinedRewards } from './grpo-advantages.js';
 import type { Collected, Group } from './grpo-sampling.js';
 import type { TrainOutcome } from './grpo-update.js';
 import type { RunContext } from './run-context.js';
+import { trajectoryMetrics } from './trajectory-metrics.js';
 
 /** Mean and sample std (0 and 0 for none). @internal */
 export function meanStd(values: readonly number[]): { mean: number; std: number } {
@@ -129,6 +130,7 @@ export function stepMetrics(
 ): { metrics: Record<string, number>; diagnostics: string[] } {
   const metrics: Record<string, number> = {
     ...sampleMetrics(run, collected.generated),
+    ...trajectoryMetrics(collected.generated, run.weights),
     'dynamic_sampling/rounds': collected.rounds,
     'dynamic_sampling/generated_groups': collected.generated.length,
     'dynamic_sampling/kept_groups': collected.kept.length,

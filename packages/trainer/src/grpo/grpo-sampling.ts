@@ -7,8 +7,12 @@ import {
   type SampleRequest,
   ShapeMismatchError,
   softOverlongPenalty,
+  type Trajectory,
+  type TrajectoryRequest,
   throwIfAborted,
+  validateTrajectory,
 } from '@rlvr/core';
+import { multiTurnSampler } from './environment-options.js';
 import { combinedRewards } from './grpo-advantages.js';
 import type { PromptRecord } from './prompt-dataset.js';
 import type { RunContext } from './run-context.js';
@@ -97,6 +101,27 @@ export function request(run: RunContext, records: PromptRecord[]): SampleRequest
   };
 }
 
+/** The multi-turn request for `records` (same sampling fields and seed draw as {@link request}). @internal */
+export function trajectoryRequest(run: RunContext, records: PromptRecord[]): TrajectoryRequest {
+  const { prompts: _prompts, ...sampling } = request(run, records);
+  return {
+    ...sampling,
+    prompts: records.map(({ id: _id, prompt, answer, ...metadata }) => ({
+      prompt,
+      ...(answer === undefined ? {} : { answer }),
+      metadata,
+    })),
+    environment: run.environment!,
+    maxTurns: run.config.maxTurns!,
+    maxTotalTokens: run.config.maxTotalTokens!,
+  };
+}
+
+/** True when `completion` is a multi-turn trajectory (it has a policy mask). @internal */
+export function isTrajectory(completion: Completion): completion is Trajectory {
+  return Array.isArray((completion as Partial<Trajectory>).policyMask);
+}
+
 function checkCompletion(completion: Completion, where: string): void {
   if (
     completion === null ||
@@ -165,7 +190,19 @@ function checkSamplerOutput(run: RunContext, result: unknown, records: PromptRec
     // stand-in completions need not carry them).
     const aborted = isAbortedGroup(group);
     const samples = group.map((completion, sampleIndex) => {
-      checkCompletion(completion, `sampler.sample() result[${groupIndex}][${sampleIndex}]`);
+      const where = `sampler.sample() result[${groupIndex}][${sampleIndex}]`;
+      checkCompletion(completion, where);
+      if (run.environment && !aborted) {
+        if (!isTrajectory(completion)) {
+          throw new InvalidArgumentError({
+            parameter: where,
+            functionName: FN,
+            value: completion,
+            expected: 'a Trajectory (sampleTrajectories() result) since options.environment is set',
+          });
+        }
+        validateTrajectory(completion, where, FN);
+      }
       let promptIds = completion.promptTokenIds;
       if (promptIds === undefined && aborted) promptIds = [];
       if (promptIds === undefined) {
@@ -192,9 +229,12 @@ async function score(run: RunContext, groups: Group[]): Promise<number> {
   for (const group of groups) {
     const { id, prompt, answer, ...metadata } = group.record;
     for (const sample of group.samples) {
+      const trajectory = isTrajectory(sample.completion) ? sample.completion : undefined;
       const input = {
         prompt,
-        completion: sample.completion.text,
+        // multi-turn: reward functions score the final state (the last turn, the trajectory)
+        completion: trajectory ? (trajectory.turns.at(-1)?.text ?? '') : sample.completion.text,
+        ...(trajectory ? { trajectory } : {}),
         answer,
         promptId: id,
         finishReason: sample.completion.finishReason,
@@ -235,7 +275,13 @@ async function score(run: RunContext, groups: Group[]): Promise<number> {
 function syncSource(run: RunContext): RoundSource {
   return async (signal) => {
     const records = nextPrompts(run, run.config.promptsPerStep);
-    const result = await run.sampler.sample(request(run, records), signal ? { signal } : undefined);
+    const options = signal ? { signal } : undefined;
+    const result = run.environment
+      ? await multiTurnSampler(run.sampler).sampleTrajectories(
+          trajectoryRequest(run, records),
+          options,
+        )
+      : await run.sampler.sample(request(run, records), options);
     return { records, result, staleness: () => 0 };
   };
 }

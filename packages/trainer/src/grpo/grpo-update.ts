@@ -2,7 +2,7 @@ import { maskTruncatedCompletions, mismatchCorrection, throwIfAborted } from '@r
 import type { TokenSequence } from '../batch/token-batch.js';
 import type { GrpoStepMetrics } from '../train/trainer-types.js';
 import { meanStd } from './grpo-metrics.js';
-import type { Group, Sample } from './grpo-sampling.js';
+import { type Group, isTrajectory, type Sample } from './grpo-sampling.js';
 import type { RunContext } from './run-context.js';
 
 /** What the training phase of a step did. @internal */
@@ -104,33 +104,57 @@ export function trainOnGroups(
     completionIds: sample.completion.tokenIds,
   }));
   const behaviourLogprobs = chosen.map(({ sample }) => sample.completion.logprobs);
-  let mask = sequences.map((sequence) => new Array<number>(sequence.completionIds.length).fill(1));
+  // multi-turn: the loss covers the policy's tokens only (environment tokens are masked)
+  let mask = chosen.map(({ sample }) =>
+    isTrajectory(sample.completion)
+      ? [...sample.completion.policyMask]
+      : new Array<number>(sample.completion.tokenIds.length).fill(1),
+  );
   if (config.maskTruncatedCompletions) {
     mask = maskTruncatedCompletions(
       mask,
       chosen.map(({ sample }) => sample.completion.finishReason),
     );
   }
+  const policyOnly = (rows: readonly (readonly number[])[]) =>
+    rows.map((row, index) => {
+      const completion = chosen[index]!.sample.completion;
+      return isTrajectory(completion)
+        ? row.filter((_, at) => completion.policyMask[at] === 1)
+        : [...row];
+    });
   const logprobStarted = performance.now();
   const current = policy.completionLogprobs(sequences, { temperature: config.temperature });
   const logprobMs = performance.now() - logprobStarted;
   const metrics: Record<string, number> = {};
   if (current.finite) {
-    Object.assign(metrics, mismatchMetrics(current.logprobs, behaviourLogprobs));
-    metrics.entropy = meanStd(current.entropies.flat()).mean;
+    Object.assign(
+      metrics,
+      mismatchMetrics(policyOnly(current.logprobs), policyOnly(behaviourLogprobs)),
+    );
+    metrics.entropy = meanStd(policyOnly(current.entropies).flat()).mean;
   } else {
     diagnostics.push(
       "the trainer's logprobs are not finite (NaN/Inf weights or logits): no mismatch or entropy metrics this step",
     );
   }
   throwIfAborted(signal, 'GrpoTrainer.step()');
+  // environment tokens were not sampled: their "behaviour" logprob is the trainer's own (ratio
+  // 1), so no importance weight or sequence-level ratio depends on them (they are masked anyway)
+  const stepBehaviour = behaviourLogprobs.map((row, index) => {
+    const completion = chosen[index]!.sample.completion;
+    if (!isTrajectory(completion) || !current.finite) return row;
+    return row.map((value, at) =>
+      completion.policyMask[at] === 1 ? value : current.logprobs[index]![at]!,
+    );
+  });
   const trainStarted = performance.now();
   const result = policy.grpoStep(
     {
       sequences,
       advantages: chosen.map(({ advantage }) => advantage),
       mask,
-      behaviourLogprobs,
+      behaviourLogprobs: stepBehaviour,
     },
     {
       numIterations: config.numIterations,

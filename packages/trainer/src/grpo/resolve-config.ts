@@ -74,6 +74,8 @@ export const GRPO_CONFIG_KEYS = [
   'maxConsecutiveSkips',
   'syncWeights',
   'maxStaleness',
+  'maxTurns',
+  'maxTotalTokens',
   'outputDir',
   'saveEvery',
   'keepLast',
@@ -124,6 +126,9 @@ const CONFIG_ALIASES: Record<string, string> = {
   max_async_level: 'maxStaleness',
   maxAsyncLevel: 'maxStaleness',
   max_head_offpolicyness: 'maxStaleness',
+  max_turns: 'maxTurns',
+  max_tool_calling_iterations: 'maxTurns',
+  max_response_length: 'maxTotalTokens',
   // the 2025–26 loss variants (TRL's GRPOConfig names; verl's where TRL has none)
   loss_mode: 'lossMode',
   policy_loss: 'lossMode',
@@ -432,6 +437,10 @@ export function resolveGrpoConfig(config: GrpoConfig, functionName: string): Res
     maxGradNorm: number('maxGradNorm', TRAINER_DEFAULTS.maxGradNorm, 0),
     syncWeights: raw.syncWeights ?? true,
     maxStaleness: int('maxStaleness', raw.maxStaleness ?? 0, 0, context),
+    ...(raw.maxTurns === undefined ? {} : { maxTurns: int('maxTurns', raw.maxTurns, 1, context) }),
+    ...(raw.maxTotalTokens === undefined
+      ? {}
+      : { maxTotalTokens: int('maxTotalTokens', raw.maxTotalTokens, 1, context) }),
     schedule,
     saveEvery: int('saveEvery', raw.saveEvery ?? Math.max(1, Math.ceil(maxSteps / 10)), 1, context),
     keepLast: int('keepLast', raw.keepLast ?? 2, 1, context),

@@ -1,4 +1,4 @@
-import type { MetricRecord, Rng, Sampler, WeightedReward } from '@rlvr/core';
+import type { EnvironmentFactory, MetricRecord, Rng, Sampler, WeightedReward } from '@rlvr/core';
 import type { LlamaModel } from '../model/llama-model.js';
 import type { PolicyTrainer } from '../train/policy-trainer.js';
 import type { InFlight } from './grpo-async.js';
@@ -17,6 +17,8 @@ export type RunContext = {
   readonly policy: PolicyTrainer;
   readonly model: LlamaModel;
   readonly sampler: Sampler;
+  /** Multi-turn runs: each trajectory's environment (the sampler is a MultiTurnSampler). */
+  readonly environment?: EnvironmentFactory;
   readonly dataset: readonly PromptRecord[];
   readonly rewards: readonly WeightedReward[];
   readonly config: ResolvedGrpoConfig;

@@ -40,6 +40,8 @@ export function runSettings(
       'seed',
       'shuffle',
       'maxNewTokens',
+      'maxTurns',
+      'maxTotalTokens',
       'temperature',
       'topP',
       'topK',
