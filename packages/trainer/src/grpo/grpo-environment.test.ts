@@ -183,14 +183,14 @@ describe('multi-turn GRPO', () => {
         aggregation: 'seq-mean-token-mean',
       });
       let masked = 0;
-      gradLogprobs.forEach((row, index) =>
-        row.forEach((value, at) => {
+      for (const [index, row] of gradLogprobs.entries()) {
+        for (const [at, value] of row.entries()) {
           if (masks[index]![at] === 0) {
             masked += 1;
             expect(value).toBe(0);
           }
-        }),
-      );
+        }
+      }
       expect(masked).toBeGreaterThan(50);
       // the trainer: an update with garbage behaviour logprobs at environment positions is
       // bit-identical to one with zeros there (mismatch correction on), and differs from training
