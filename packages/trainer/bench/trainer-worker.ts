@@ -11,7 +11,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRng } from '@rlvr/core';
-import { type Checkpoint, parseLlamaConfig } from '@rlvr/model';
+import { type Checkpoint, parseModelConfig } from '@rlvr/model';
 import {
   createLlamaModel,
   createPolicyTrainer,
@@ -35,7 +35,7 @@ type Job = {
 };
 
 const job = JSON.parse(process.argv[2]!) as Job;
-const config = parseLlamaConfig(job.config);
+const config = parseModelConfig(job.config);
 
 /** Random weights in the config's shapes (uniform ±0.04, norms 1), fast: the bench times training. */
 function randomCheckpoint(): Checkpoint {

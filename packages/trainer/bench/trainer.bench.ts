@@ -14,7 +14,10 @@
  * Env: BENCH_SHAPES (default `5M,SmolLM2-135M,SmolLM2-360M,Qwen2.5-0.5B`; any of bench/shapes.ts),
  * BENCH_MODES (default `sft,grpo`), BENCH_ROUNDS (default 2), BENCH_STEPS (timed steps per round,
  * default 2), BENCH_LORA (default `Qwen2.5-0.5B,Qwen2.5-1.5B`: the LoRA rows, empty for none),
- * TORCH_THREADS (default 2: both cores).
+ * BENCH_FAMILIES (default `Qwen3-0.6B,Llama-3.2-1B,Gemma-3-1B`: one shape per other family, ours
+ * only — the PyTorch peer implements the Llama/Qwen2 rules — full fine-tuning `sftStep` where the
+ * memory plan admits it, else the typed refusal, and a LoRA r 16 all-linear `grpoStep`; empty for
+ * none), TORCH_THREADS (default 2: both cores).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -30,6 +33,7 @@ const list = (value: string | undefined, fallback: string) =>
 const SHAPE_NAMES = list(process.env.BENCH_SHAPES, '5M,SmolLM2-135M,SmolLM2-360M,Qwen2.5-0.5B');
 const MODES = list(process.env.BENCH_MODES, 'sft,grpo') as ('sft' | 'grpo')[];
 const LORA_SHAPES = list(process.env.BENCH_LORA, 'Qwen2.5-0.5B,Qwen2.5-1.5B');
+const FAMILY_SHAPES = list(process.env.BENCH_FAMILIES, 'Qwen3-0.6B,Llama-3.2-1B,Gemma-3-1B');
 
 type Result = {
   tokensPerSecond: number;
@@ -50,9 +54,20 @@ function ours(job: Record<string, unknown>): Result {
   const out = execFileSync(
     process.execPath,
     ['--expose-gc', '--import', 'tsx', worker, JSON.stringify(job)],
-    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'inherit'] },
+    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   return lastJson(out);
+}
+
+/** One round of ours, or the typed error that refused it (its first line). */
+function oursOrRefusal(job: Record<string, unknown>): Result | string {
+  try {
+    return ours(job);
+  } catch (error) {
+    const stderr = String((error as { stderr?: unknown }).stderr ?? error);
+    const line = stderr.split('\n').find((l) => /Error/.test(l)) ?? stderr.split('\n')[0]!;
+    return line.trim().slice(0, 400);
+  }
 }
 
 /** One round of the PyTorch peer. */
@@ -152,6 +167,28 @@ for (const name of LORA_SHAPES) {
   );
   console.log(loraRows.at(-1));
 }
+const familyRows: string[] = [];
+for (const name of FAMILY_SHAPES) {
+  const shape = SHAPES[name];
+  if (!shape) throw new Error(`unknown shape ${name}`);
+  const base = { config: shape.config, batch: shape.batch, seq: shape.seq, steps: STEPS };
+  const runs: [string, Record<string, unknown>][] = [
+    ['SFT, full fine-tuning', { ...base, mode: 'sft' }],
+    [
+      'GRPO, LoRA r 16 all-linear',
+      { ...base, mode: 'grpo', lora: { r: 16, alpha: 32, targetModules: 'all-linear' } },
+    ],
+  ];
+  for (const [label, job] of runs) {
+    const result = oursOrRefusal(job);
+    familyRows.push(
+      typeof result === 'string'
+        ? `| ${name}, ${shape.batch} × ${shape.seq} | ${label} | refused before any step: ${result} | |`
+        : `| ${name}, ${shape.batch} × ${shape.seq} | ${label} | ${result.tokensPerSecond.toFixed(1)} tok/s (${result.stepSeconds.toFixed(1)} s/step) | ${gib(result.peakRssBytes)} GiB |`,
+    );
+    console.log(familyRows.at(-1));
+  }
+}
 const peerName = `PyTorch 1.13 + ${existsSync(OPENBLAS) ? 'OpenBLAS' : 'default BLAS'}, ${TORCH_THREADS} threads`;
 console.log(
   `\nmedians of ${ROUNDS} alternating rounds × ${STEPS} steps, load average now ${load()}`,
@@ -165,6 +202,11 @@ if (loraRows.length > 0) {
   console.log('\n| shape | step | step time | peak RSS (training process) |');
   console.log('|---|---|---|---|');
   for (const row of loraRows) console.log(row);
+}
+if (familyRows.length > 0) {
+  console.log('\n| family shape, batch × completion tokens | step | ours | peak RSS |');
+  console.log('|---|---|---|---|');
+  for (const row of familyRows) console.log(row);
 }
 if (!hasTorch) {
   console.log(
