@@ -7,21 +7,19 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { parseModelConfig } from '@rlvr/model';
-import { selectBackend } from '../src/backend/select-backend.js';
-import { deterministic, killDuringStep, readLines, runLoraTask } from '../src/testing/lora-run.js';
+import { deterministic, killDuringStep, readLines, runInChild } from '../src/testing/lora-run.js';
 import { SHAPES } from './shapes.js';
 
 const name = process.argv[2] ?? 'Qwen2.5-0.5B';
 const shape = SHAPES[name];
 if (!shape) throw new Error(`unknown shape ${name}: one of ${Object.keys(SHAPES).join(', ')}`);
 const fields = { ...shape.config, max_position_embeddings: 64 };
-await selectBackend({ candidates: ['wasm'], matMul: 'backend' });
 const dir = await mkdtemp(join(tmpdir(), 'rlvr-lora-resume-bench-'));
 try {
   const whole = join(dir, 'whole');
   let started = performance.now();
-  await runLoraTask(whole, { config: parseModelConfig(fields) });
+  // every run in its own process: each holds one model and one sampler, as a user's run would
+  await runInChild(whole, { maxSteps: 3, config: fields });
   console.log(
     `${name}: uninterrupted 3 steps in ${((performance.now() - started) / 1000).toFixed(0)} s`,
   );
@@ -30,7 +28,7 @@ try {
   await killDuringStep(killed, { maxSteps: 3, after: 2, config: fields });
   console.log(`killed during step 3 after ${((performance.now() - started) / 1000).toFixed(0)} s`);
   started = performance.now();
-  await runLoraTask(killed, { resume: true, config: parseModelConfig(fields) });
+  await runInChild(killed, { maxSteps: 3, config: fields });
   console.log(`resumed step 3 in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   const want = (await readLines(join(whole, 'metrics.jsonl'))).map(deterministic);
   const got = (await readLines(join(killed, 'metrics.jsonl'))).map(deterministic);

@@ -80,6 +80,26 @@ export function deterministic(line: string) {
 export const readLines = async (path: string) =>
   (await readFile(path, 'utf8')).split('\n').filter((line) => line !== '');
 
+/** Runs the LoRA task in its own process to the end (`maxSteps`), resuming what `outputDir` holds. */
+export async function runInChild(
+  outputDir: string,
+  options: { maxSteps: number; config?: Record<string, unknown> },
+): Promise<void> {
+  const args = [join(import.meta.dirname, 'lora-run.ts'), outputDir, String(options.maxSteps)];
+  if (options.config) args.push(JSON.stringify(options.config));
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr += String(chunk);
+  });
+  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+    child.on('exit', (c, s) => resolve([c, s])),
+  );
+  if (code !== 0) throw new Error(`the run failed (${signal ?? `exit code ${code}`}):\n${stderr}`);
+}
+
 /**
  * Runs the task for `maxSteps` in a child process and SIGKILLs it (no cleanup) as soon as `after`
  * steps are logged, i.e. during step `after + 1`. Resolves with the child's stderr once it is dead;
@@ -100,11 +120,15 @@ export async function killDuringStep(
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   let lines = 0;
-  while (lines < options.after && child.exitCode === null) {
+  const running = () => child.exitCode === null && child.signalCode === null;
+  while (lines < options.after && running()) {
     await new Promise((resolve) => setTimeout(resolve, 10));
     lines = (await readLines(join(outputDir, 'metrics.jsonl')).catch(() => [])).length;
   }
-  if (child.exitCode !== null) throw new Error(`the run ended before it was killed:\n${stderr}`);
+  if (!running()) {
+    const how = child.signalCode ?? `exit code ${child.exitCode}`;
+    throw new Error(`the run ended (${how}) before it was killed:\n${stderr}`);
+  }
   child.kill('SIGKILL');
   await exited;
 }
