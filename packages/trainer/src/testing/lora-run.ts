@@ -6,7 +6,13 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createRandomCheckpoint, type ModelConfig, parseModelConfig } from '@rlvr/model';
+import {
+  buildCharTokenizer,
+  createRandomCheckpoint,
+  createTokenizer,
+  type ModelConfig,
+  parseModelConfig,
+} from '@rlvr/model';
 import { createOnnxSampler } from '@rlvr/rollout';
 import { selectBackend } from '../backend/select-backend.js';
 import { createGrpoTrainer } from '../grpo/create-grpo-trainer.js';
@@ -31,27 +37,53 @@ export const LORA_RESUME_CONFIG: GrpoConfig = {
   quiet: true,
 };
 
+/**
+ * The task's characters and then distinct code points up to `vocabSize` (every id the sampler can
+ * draw at a real shape decodes to one character).
+ */
+function wideTokenizer(vocabSize: number) {
+  const base = '0123456789>';
+  const reserved =
+    createTokenizer(buildCharTokenizer({ characters: base })).vocabSize - base.length;
+  const characters = [...base];
+  for (let code = 0x4e00; characters.length < vocabSize - reserved; code++) {
+    if ((code >= 0xd800 && code <= 0xdfff) || (code >= 0xfdd0 && code <= 0xfdef)) continue;
+    if ((code & 0xfffe) === 0xfffe) continue;
+    characters.push(String.fromCodePoint(code));
+  }
+  return buildCharTokenizer({ characters });
+}
+
 /** Runs (or resumes) the LoRA run in `outputDir`. @internal */
 export async function runLoraTask(
   outputDir: string,
   options: { resume?: boolean; maxSteps?: number; config?: ModelConfig } = {},
 ) {
   const task = maxDigitTask();
+  const real = options.config;
   const checkpoint = {
     // a real shape gets Hugging Face's initializer_range (0.02)
-    ...createRandomCheckpoint(options.config ?? task.config, {
-      seed: 3,
-      std: options.config ? 0.02 : 0.1,
-    }),
-    tokenizer: task.files,
+    ...createRandomCheckpoint(real ?? task.config, { seed: 3, std: real ? 0.02 : 0.1 }),
+    tokenizer: real ? wideTokenizer(real.vocab_size) : task.files,
   };
+  // at a real shape random weights almost never draw a digit: a reward on the first character
+  // (any of the vocabulary's) gives the groups different rewards, so the updates are not zero
+  const rewards = real
+    ? [
+        ...task.rewards,
+        {
+          name: 'parity',
+          fn: ({ completion }: { completion: string }) => (completion.codePointAt(0) ?? 0) % 2,
+        },
+      ]
+    : task.rewards;
   const model = await createLlamaModel(checkpoint, { engine: 'native' });
   const sampler = await createOnnxSampler({ checkpoint, workers: 1 });
   const grpo = await createGrpoTrainer({
     model,
     sampler,
     dataset: task.records.slice(0, 20),
-    rewards: task.rewards,
+    rewards,
     config: { ...LORA_RESUME_CONFIG, maxSteps: options.maxSteps ?? 3, outputDir },
     ...(options.resume ? { resume: true } : {}),
   });
