@@ -96,6 +96,7 @@ function buildFiles(
   }
   const vocab: Record<string, number> = {};
   for (const [index, token] of list.entries()) vocab[token] = index;
+  let next = Object.keys(vocab).length;
   for (const symbol of symbols) {
     if (Object.hasOwn(vocab, symbol)) {
       throw new InvalidArgumentError({
@@ -105,7 +106,7 @@ function buildFiles(
         expected: 'entries that appear once and differ from the special tokens',
       });
     }
-    vocab[symbol] = Object.keys(vocab).length;
+    vocab[symbol] = next++;
   }
   const json = {
     version: '1.0',
