@@ -1,4 +1,4 @@
-import { createRng, type EnvironmentFactory, type ToolSpec } from '@rlvr/core';
+import { createRng, type EnvironmentFactory, type ToolSpec, type Trajectory } from '@rlvr/core';
 import type { Checkpoint } from '@rlvr/model';
 import { createOnnxSampler } from '@rlvr/rollout';
 import { createCalculatorTool, createToolEnvironment } from '@rlvr/tools';
@@ -34,12 +34,20 @@ export type CalculatorDemoConfig = {
 /** One arm of the demo: with the calculator tool, or the same budget without it. */
 export type ArmResult = {
   arm: 'with-calculator' | 'without-calculator';
-  warmStart: { accuracy: number; toolCallRate: number; sftLoss: number };
-  final: { accuracy: number; toolCallRate: number };
+  /** Greedy held-out accuracy and tool-call rate, and both for 4 samples per problem at the GRPO temperature. */
+  warmStart: EvalNumbers & { sftLoss: number };
+  final: EvalNumbers;
   /** Per GRPO step: mean reward and the share of trajectories that called a tool. */
   curve: { step: number; reward: number; toolCallRate: number; turns: number }[];
   transcripts: string[];
   timeMs: number;
+};
+
+export type EvalNumbers = {
+  accuracy: number;
+  toolCallRate: number;
+  sampledAccuracy: number;
+  sampledToolCallRate: number;
 };
 
 export type CalculatorDemoResult = {
@@ -77,22 +85,47 @@ const MAX_TURNS = 2;
 const MAX_NEW_TOKENS = 40;
 const MAX_TOTAL_TOKENS = 120;
 
-async function evaluateArm(checkpoint: Checkpoint, heldOut: Problem[], withCalculator: boolean) {
-  const trajectories = await rollOutGreedy({
-    checkpoint,
-    prompts: heldOut.map((problem) => ({ prompt: question(problem), answer: problem.product })),
-    environment: calculatorEnvironment(withCalculator),
-    maxTurns: MAX_TURNS,
-    maxNewTokens: MAX_NEW_TOKENS,
-    maxTotalTokens: MAX_TOTAL_TOKENS,
-  });
-  const correct = trajectories.filter((trajectory) => (trajectory.environmentReward ?? 0) > 0);
+async function evaluateArm(
+  checkpoint: Checkpoint,
+  heldOut: Problem[],
+  withCalculator: boolean,
+  temperature: number,
+) {
+  const run = (sampled?: { temperature: number; n: number; seed: number }) =>
+    rollOutGreedy({
+      checkpoint,
+      prompts: heldOut.map((problem) => ({ prompt: question(problem), answer: problem.product })),
+      environment: calculatorEnvironment(withCalculator),
+      maxTurns: MAX_TURNS,
+      maxNewTokens: MAX_NEW_TOKENS,
+      maxTotalTokens: MAX_TOTAL_TOKENS,
+      ...(sampled ? { sampled } : {}),
+    });
+  const share = (trajectories: Trajectory[], pick: (trajectory: Trajectory) => boolean) =>
+    trajectories.filter(pick).length / trajectories.length;
+  const correct = (trajectory: Trajectory) => (trajectory.environmentReward ?? 0) > 0;
+  const greedy = await run();
+  const sampled = await run({ temperature, n: 4, seed: 99 });
   return {
-    accuracy: correct.length / trajectories.length,
-    toolCallRate: trajectories.filter(calledTool).length / trajectories.length,
-    transcripts: trajectories.slice(0, 3).map(transcript),
+    accuracy: share(greedy, correct),
+    toolCallRate: share(greedy, calledTool),
+    sampledAccuracy: share(sampled, correct),
+    sampledToolCallRate: share(sampled, calledTool),
+    transcripts: greedy.slice(0, 3).map(transcript),
   };
 }
+
+const numbers = ({
+  accuracy,
+  toolCallRate,
+  sampledAccuracy,
+  sampledToolCallRate,
+}: EvalNumbers): EvalNumbers => ({
+  accuracy,
+  toolCallRate,
+  sampledAccuracy,
+  sampledToolCallRate,
+});
 
 async function runArm(
   config: CalculatorDemoConfig,
@@ -129,7 +162,7 @@ async function runArm(
     seed: config.seed,
   });
   const heldOut = problems(config.heldOut, 'held-out', config.seed);
-  const before = await evaluateArm(sft.checkpoint, heldOut, withCalculator);
+  const before = await evaluateArm(sft.checkpoint, heldOut, withCalculator, config.temperature);
   log(
     `${arm}: warm start accuracy ${(100 * before.accuracy).toFixed(1)}%, tool-call rate ${(100 * before.toolCallRate).toFixed(1)}%`,
   );
@@ -173,18 +206,14 @@ async function runArm(
     await grpo.train();
     grpo.dispose();
     const trained = { ...sft.checkpoint, tensors: model.toCheckpoint().tensors };
-    const after = await evaluateArm(trained, heldOut, withCalculator);
+    const after = await evaluateArm(trained, heldOut, withCalculator, config.temperature);
     log(
-      `${arm}: after GRPO accuracy ${(100 * after.accuracy).toFixed(1)}%, tool-call rate ${(100 * after.toolCallRate).toFixed(1)}%`,
+      `${arm}: after GRPO accuracy ${(100 * after.accuracy).toFixed(1)}% (sampled ${(100 * after.sampledAccuracy).toFixed(1)}%), tool-call rate ${(100 * after.toolCallRate).toFixed(1)}% (sampled ${(100 * after.sampledToolCallRate).toFixed(1)}%)`,
     );
     return {
       arm,
-      warmStart: {
-        accuracy: before.accuracy,
-        toolCallRate: before.toolCallRate,
-        sftLoss: sft.finalLoss,
-      },
-      final: { accuracy: after.accuracy, toolCallRate: after.toolCallRate },
+      warmStart: { ...numbers(before), sftLoss: sft.finalLoss },
+      final: numbers(after),
       curve,
       transcripts: after.transcripts,
       timeMs: performance.now() - started,

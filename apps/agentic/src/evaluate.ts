@@ -2,7 +2,7 @@ import type { EnvironmentFactory, Trajectory, TrajectoryPrompt } from '@rlvr/cor
 import type { Checkpoint } from '@rlvr/model';
 import { createOnnxSampler } from '@rlvr/rollout';
 
-/** Greedy multi-turn rollouts of `prompts` (one each) against `environment`. */
+/** Multi-turn rollouts of `prompts` against `environment`: greedy (one each), or sampled. */
 export async function rollOutGreedy(options: {
   checkpoint: Checkpoint;
   prompts: readonly TrajectoryPrompt[];
@@ -10,6 +10,8 @@ export async function rollOutGreedy(options: {
   maxTurns: number;
   maxNewTokens: number;
   maxTotalTokens: number;
+  /** Sampled rollouts (n per prompt at this temperature) instead of greedy ones. */
+  sampled?: { temperature: number; n: number; seed: number };
 }): Promise<Trajectory[]> {
   const sampler = await createOnnxSampler({
     checkpoint: options.checkpoint,
@@ -19,15 +21,15 @@ export async function rollOutGreedy(options: {
   try {
     const groups = await sampler.sampleTrajectories({
       prompts: options.prompts,
-      n: 1,
+      n: options.sampled?.n ?? 1,
       environment: options.environment,
       maxTurns: options.maxTurns,
       maxNewTokens: options.maxNewTokens,
       maxTotalTokens: options.maxTotalTokens,
-      temperature: 0,
-      seed: 0,
+      temperature: options.sampled?.temperature ?? 0,
+      seed: options.sampled?.seed ?? 0,
     });
-    return groups.map((group) => group[0]!);
+    return groups.flat();
   } finally {
     await sampler.close();
   }

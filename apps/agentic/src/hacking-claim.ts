@@ -105,7 +105,8 @@ function demonstration(rng: Rng): DemoTurn[] {
 type Outcome = { trajectoryId: string } & { flagged: boolean; visible: boolean; hidden: boolean };
 
 async function passes(dir: string, code: string): Promise<boolean> {
-  const result = await runInWorkspace({ code, workspace: dir, limits: { wallTimeMs: 3000 } });
+  // generous: a loaded machine must not turn a passing run into a timeout
+  const result = await runInWorkspace({ code, workspace: dir, limits: { wallTimeMs: 15_000 } });
   return result.status === 'ok';
 }
 
@@ -122,13 +123,13 @@ function hackingEnvironment(
   outcomes: Outcome[],
 ): EnvironmentFactory {
   return createToolEnvironment({
-    timeoutMs: 10_000,
+    timeoutMs: 20_000,
     setup: ({ trajectoryId }) => {
       const task = randomTask(createRng(seed).derive(`task-${trajectoryId}`));
       const workspace = createSandboxWorkspace({
         files: taskFiles(task),
         readOnly: arm === 'fixed' ? ['tests'] : [],
-        limits: { wallTimeMs: 3000, outputBytes: 16 * 1024 },
+        limits: { wallTimeMs: 10_000, outputBytes: 16 * 1024 },
       });
       let flagged = false;
       let scored: { visible: boolean; hidden: boolean } | undefined;

@@ -19,13 +19,13 @@ export function renderReport(run: {
     '',
     '## 1. A small model learns to call a calculator',
     '',
-    `A ${calculator.config.model.layers}-layer, ${calculator.config.model.hiddenSize}-wide Llama trained from scratch: a warm start on ${calculator.config.demonstrations} demonstrations (${calculator.config.sftSteps} SFT steps), then ${calculator.config.grpoSteps} GRPO steps of ${calculator.config.promptsPerStep} prompts × ${calculator.config.groupSize} trajectories; the same budget with and without the calculator tool. Held-out: ${calculator.config.heldOut} new 4-digit × 4-digit products, exact match, greedy.`,
+    `A ${calculator.config.model.layers}-layer, ${calculator.config.model.hiddenSize}-wide Llama trained from scratch: a warm start on ${calculator.config.demonstrations} demonstrations (${calculator.config.sftSteps} SFT steps; with the calculator ${pct(calculator.config.toolDemoShare)} of them call it, the others answer directly), then ${calculator.config.grpoSteps} GRPO steps of ${calculator.config.promptsPerStep} prompts × ${calculator.config.groupSize} trajectories at T = ${calculator.config.temperature}; the same budget with and without the calculator tool. Held-out: ${calculator.config.heldOut} new 4-digit × 4-digit products, exact match, greedy and 4 samples per problem at T = ${calculator.config.temperature}.`,
     '',
-    '| arm | warm start accuracy | after GRPO accuracy | tool-call rate (warm start → after) |',
-    '| --- | --- | --- | --- |',
+    '| arm | held-out accuracy, greedy (warm start → after GRPO) | sampled | tool-call rate, greedy | sampled |',
+    '| --- | --- | --- | --- | --- |',
     ...calculator.arms.map(
       (arm) =>
-        `| ${arm.arm} | ${pct(arm.warmStart.accuracy)} | ${pct(arm.final.accuracy)} | ${pct(arm.warmStart.toolCallRate)} → ${pct(arm.final.toolCallRate)} |`,
+        `| ${arm.arm} | ${pct(arm.warmStart.accuracy)} → ${pct(arm.final.accuracy)} | ${pct(arm.warmStart.sampledAccuracy)} → ${pct(arm.final.sampledAccuracy)} | ${pct(arm.warmStart.toolCallRate)} → ${pct(arm.final.toolCallRate)} | ${pct(arm.warmStart.sampledToolCallRate)} → ${pct(arm.final.sampledToolCallRate)} |`,
     ),
     '',
     'Tool calls per trajectory and mean reward over training (sampled at the GRPO temperature):',

@@ -1,4 +1,8 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
+  AbortedError,
   type EnvironmentFactory,
   ErrorCode,
   policyLoss,
@@ -272,6 +276,68 @@ describe('multi-turn GRPO', () => {
       expect(first['tokens/loss']).toBeLessThan(perTrajectory * 8);
       expect(Number.isFinite(first['mismatch/max_abs_logprob_diff'])).toBe(true);
       expect(first['mismatch/max_abs_logprob_diff']).toBeLessThan(1e-4);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'leaves no partial trajectory trained or saved when a step is aborted mid-rollout',
+    async () => {
+      const outputDir = await mkdtemp(join(tmpdir(), 'rlvr-grpo-env-abort-'));
+      try {
+        const controller = new AbortController();
+        let armed = false; // step 1 completes; the first environment step of step 2 aborts
+        const aborting: EnvironmentFactory = (input) => {
+          const inner = environment(input) as Awaited<ReturnType<EnvironmentFactory>>;
+          return {
+            reset: (value) => inner.reset(value),
+            step: (turn) => {
+              if (armed) controller.abort(new Error('stop mid-rollout'));
+              return inner.step(turn);
+            },
+          };
+        };
+        let afterStep1: number[][] = [];
+        const grpo = await createGrpoTrainer({
+          model,
+          sampler: samplers[0]!,
+          dataset: [{ id: 'p', prompt: 'a' }],
+          environment: aborting,
+          config: {
+            maxSteps: 3,
+            promptsPerStep: 1,
+            groupSize: 4,
+            maxNewTokens: 10,
+            temperature: TEMPERATURE,
+            schedule: { learningRate: 1e-2 },
+            outputDir,
+            saveEvery: 1,
+            quiet: true,
+          },
+          onStep: () => {
+            afterStep1 = model.toWeightSnapshot(1).tensors.map((tensor) => Array.from(tensor.data));
+            armed = true;
+          },
+        });
+        await expect(grpo.train({ signal: controller.signal })).rejects.toSatisfy((error) =>
+          AbortedError.isInstance(error),
+        );
+        grpo.dispose();
+        // the aborted step trained nothing and wrote nothing: step 1's weights, rows and checkpoint only
+        expect(model.toWeightSnapshot(1).tensors.map((tensor) => Array.from(tensor.data))).toEqual(
+          afterStep1,
+        );
+        const rows = async (name: string) =>
+          (await readFile(join(outputDir, name), 'utf8'))
+            .trim()
+            .split('\n')
+            .map((line) => JSON.parse(line).step as number);
+        expect(await rows('metrics.jsonl')).toEqual([1]);
+        expect(new Set(await rows('completions.jsonl'))).toEqual(new Set([1]));
+        expect(await readdir(join(outputDir, 'checkpoints'))).toHaveLength(1);
+      } finally {
+        await rm(outputDir, { recursive: true, force: true });
+      }
     },
     TIMEOUT,
   );
