@@ -1,0 +1,26 @@
+export { defineOptions, type OptionsDefinition } from './define.js';
+export {
+  boolean,
+  custom,
+  defaultText,
+  descriptions,
+  documented,
+  expectedText,
+  expecting,
+  type FieldDoc,
+  func,
+  integer,
+  number,
+  object,
+  oneOf,
+  optional,
+  required,
+  type Schema,
+  text,
+  withDefault,
+} from './fields.js';
+export { type DefaultsOf, defaultOf, defaultsOf, schemaAt, shapeOf } from './introspect.js';
+export { toJsonSchema } from './json-schema.js';
+export { type ParseContext, parseOptions } from './parse.js';
+export { fillOptionsTables, optionsTable, syncOptionsTables } from './tables.js';
+export { VERSION } from './version.js';

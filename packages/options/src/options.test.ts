@@ -1,0 +1,311 @@
+import {
+  ErrorCode,
+  InvalidArgumentError,
+  validateInteger,
+  validateNumber,
+  validateOneOf,
+  validateOptions,
+} from '@rlvr/core';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod/mini';
+import { defineOptions } from './define.js';
+import {
+  boolean,
+  func,
+  integer,
+  number,
+  object,
+  oneOf,
+  optional,
+  text,
+  withDefault,
+} from './fields.js';
+import { toJsonSchema } from './json-schema.js';
+import { fillOptionsTables, optionsTable, syncOptionsTables } from './tables.js';
+
+const thrown = (run: () => unknown): InvalidArgumentError => {
+  try {
+    run();
+  } catch (error) {
+    if (InvalidArgumentError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a throw');
+};
+
+const FN = 'example';
+const EXAMPLE = defineOptions(
+  {
+    groupSize: withDefault(integer({ min: 2 }), 8, 'Responses per prompt.'),
+    beta: optional(number({ min: 0, max: 1, exclusiveMin: true }), 'KL coefficient.'),
+    prefer: withDefault(oneOf(['shorter', 'first']), 'shorter', 'Which traces first.'),
+    pack: withDefault(boolean(), false, 'Pack rows.'),
+    outPath: optional(text('a file path'), { description: 'Where.', defaultText: 'no file' }),
+    reward: optional(func<() => number>('a reward function'), 'Scores a trace.'),
+    sampling: object({
+      maxNewTokens: integer({ min: 1 }),
+      temperature: withDefault(number({ min: 0, exclusiveMin: true }), 1, 'Softmax temperature.'),
+    }),
+    checkpoint: optional(
+      object({ dir: text('a folder path'), every: withDefault(integer({ min: 1 }), 10, 'Steps.') }),
+      'Save checkpoints.',
+    ),
+  },
+  { parameter: 'options', functionName: FN },
+);
+const valid = { sampling: { maxNewTokens: 4 } };
+
+describe('defineOptions', () => {
+  it('lists the keys in declaration order and collects the defaults, nested ones too', () => {
+    expect(EXAMPLE.keys).toEqual([
+      'groupSize',
+      'beta',
+      'prefer',
+      'pack',
+      'outPath',
+      'reward',
+      'sampling',
+      'checkpoint',
+    ]);
+    expect(EXAMPLE.defaults).toEqual({
+      groupSize: 8,
+      prefer: 'shorter',
+      pack: false,
+      sampling: { temperature: 1 },
+      checkpoint: { every: 10 },
+    });
+    expect(Object.isFrozen(EXAMPLE.defaults)).toBe(true);
+  });
+
+  it('returns the options with the defaults filled in and functions passed by reference', () => {
+    const reward = () => 1;
+    const parsed = EXAMPLE.parse({ ...valid, reward, checkpoint: { dir: 'out' } });
+    expect(parsed).toEqual({
+      groupSize: 8,
+      prefer: 'shorter',
+      pack: false,
+      reward,
+      sampling: { maxNewTokens: 4, temperature: 1 },
+      checkpoint: { dir: 'out', every: 10 },
+    });
+    expect(parsed.reward).toBe(reward);
+  });
+
+  it("writes core's validators' messages for every kind of field (same text, same parameter)", () => {
+    const cases: [Record<string, unknown>, () => unknown][] = [
+      [
+        { groupSize: 1 },
+        () => validateInteger(1, { parameter: 'options.groupSize', functionName: FN, min: 2 }),
+      ],
+      [
+        { groupSize: 2.5 },
+        () => validateInteger(2.5, { parameter: 'options.groupSize', functionName: FN, min: 2 }),
+      ],
+      [
+        { groupSize: '8' },
+        () => validateInteger('8', { parameter: 'options.groupSize', functionName: FN, min: 2 }),
+      ],
+      [
+        { beta: 0 },
+        () =>
+          validateNumber(0, {
+            parameter: 'options.beta',
+            functionName: FN,
+            min: 0,
+            max: 1,
+            exclusiveMin: true,
+          }),
+      ],
+      [
+        { beta: Number.NaN },
+        () =>
+          validateNumber(Number.NaN, {
+            parameter: 'options.beta',
+            functionName: FN,
+            min: 0,
+            max: 1,
+            exclusiveMin: true,
+          }),
+      ],
+      [
+        { beta: Number.POSITIVE_INFINITY },
+        () =>
+          validateNumber(Infinity, {
+            parameter: 'options.beta',
+            functionName: FN,
+            min: 0,
+            max: 1,
+            exclusiveMin: true,
+          }),
+      ],
+      [
+        { prefer: 'longer' },
+        () =>
+          validateOneOf('longer', ['shorter', 'first'], {
+            parameter: 'options.prefer',
+            functionName: FN,
+          }),
+      ],
+      [
+        { sampling: { maxNewTokens: 0 } },
+        () =>
+          validateInteger(0, {
+            parameter: 'options.sampling.maxNewTokens',
+            functionName: FN,
+            min: 1,
+          }),
+      ],
+      [
+        { sampling: {} },
+        () =>
+          validateInteger(undefined, {
+            parameter: 'options.sampling.maxNewTokens',
+            functionName: FN,
+            min: 1,
+          }),
+      ],
+      [
+        { sampling: 3 },
+        () => validateOptions(3, { parameter: 'options.sampling', functionName: FN }),
+      ],
+    ];
+    for (const [options, oracle] of cases) {
+      const actual = thrown(() => EXAMPLE.parse({ ...valid, ...options }));
+      const expected = thrown(oracle);
+      expect(actual.message).toBe(expected.message);
+      expect(actual.code).toBe(ErrorCode.INVALID_ARGUMENT);
+      expect(actual.parameter).toBe(expected.parameter);
+    }
+    expect(thrown(() => EXAMPLE.parse({ ...valid, pack: 'yes' })).message).toBe(
+      `Invalid argument for parameter 'options.pack' of ${FN}(): expected a boolean, got "yes"`,
+    );
+    expect(thrown(() => EXAMPLE.parse({ ...valid, reward: 3 })).message).toContain(
+      'expected a reward function, got 3',
+    );
+    expect(thrown(() => EXAMPLE.parse({ ...valid, outPath: '' })).message).toContain(
+      'expected a file path, got ""',
+    );
+  });
+
+  it("refuses unknown keys as core's validateOptions does: closest key, nested path", () => {
+    const known = [...EXAMPLE.keys];
+    for (const [options, oracle] of [
+      [
+        { group_size: 4 },
+        () => validateOptions({ group_size: 4 }, { parameter: 'options', functionName: FN, known }),
+      ],
+      [
+        { kl_coef: 0.1 },
+        () => validateOptions({ kl_coef: 0.1 }, { parameter: 'options', functionName: FN, known }),
+      ],
+      [
+        { zzz: 1 },
+        () => validateOptions({ zzz: 1 }, { parameter: 'options', functionName: FN, known }),
+      ],
+      [
+        { sampling: { maxNewTokens: 4, temprature: 1 } },
+        () =>
+          validateOptions(
+            { maxNewTokens: 4, temprature: 1 },
+            {
+              parameter: 'options.sampling',
+              functionName: FN,
+              known: ['maxNewTokens', 'temperature'],
+            },
+          ),
+      ],
+    ] as const) {
+      const actual = thrown(() => EXAMPLE.parse({ ...valid, ...options }));
+      const expected = thrown(oracle);
+      expect(actual.code).toBe(ErrorCode.UNKNOWN_OPTION);
+      expect(actual.message).toBe(expected.message);
+    }
+    expect(thrown(() => EXAMPLE.parse({ ...valid, group_size: 4 })).message).toContain(
+      "did you mean 'groupSize'?",
+    );
+  });
+
+  it('reports an object’s unknown keys before the errors inside it, then fields in order', () => {
+    // Both a bad field and an unknown key: the unknown key first, as validateOptions checked it.
+    expect(
+      thrown(() => EXAMPLE.parse({ groupSize: 1, sampling: { maxNewTokens: 4 }, extra: 1 })).code,
+    ).toBe(ErrorCode.UNKNOWN_OPTION);
+    expect(
+      thrown(() => EXAMPLE.parse({ groupSize: 1, sampling: { maxNewTokens: 0, extra: 1 } }))
+        .parameter,
+    ).toBe('options.groupSize');
+    expect(thrown(() => EXAMPLE.parse({ sampling: { maxNewTokens: 0, extra: 1 } })).parameter).toBe(
+      'options.sampling.extra',
+    );
+    expect(
+      thrown(() => EXAMPLE.parse({ groupSize: 1, beta: 2, sampling: { maxNewTokens: 4 } }))
+        .parameter,
+    ).toBe('options.groupSize');
+  });
+
+  it('takes undefined as no options and refuses a non-object as validateOptions does', () => {
+    const seedOnly = defineOptions(
+      { seed: optional(integer(), 'Seed.') },
+      { parameter: 'options', functionName: FN },
+    );
+    expect(seedOnly.parse(undefined)).toEqual({});
+    for (const bad of [null, 3, [1], 'x']) {
+      expect(thrown(() => seedOnly.parse(bad)).message).toBe(
+        thrown(() => validateOptions(bad, { parameter: 'options', functionName: FN })).message,
+      );
+    }
+  });
+});
+
+describe('toJsonSchema', () => {
+  const ajv = new Ajv2020({ strict: true });
+  const schema = toJsonSchema(z.omit(EXAMPLE.schema, { reward: true }), { title: 'example' });
+  const check = ajv.compile(schema);
+
+  it('accepts what parse accepts and refuses unknown keys, bad types and ranges', () => {
+    expect(check(valid)).toBe(true);
+    expect(check({ ...valid, beta: 0.5, prefer: 'first', checkpoint: { dir: 'out' } })).toBe(true);
+    expect(check({ ...valid, extra: 1 })).toBe(false);
+    expect(check({ ...valid, beta: 0 })).toBe(false);
+    expect(check({ ...valid, groupSize: 2.5 })).toBe(false);
+    expect(check({ ...valid, prefer: 'longer' })).toBe(false);
+    expect(check({})).toBe(false);
+  });
+
+  it('carries the descriptions and defaults', () => {
+    const properties = schema.properties as Record<string, Record<string, unknown>>;
+    expect(properties.groupSize).toMatchObject({
+      description: 'Responses per prompt.',
+      default: 8,
+      minimum: 2,
+    });
+    expect(schema.title).toBe('example');
+  });
+});
+
+describe('options tables', () => {
+  it('writes one row per option, nested ones dotted, with the default or its text', () => {
+    const table = optionsTable(EXAMPLE.schema);
+    expect(table).toContain('| `groupSize` | an integer >= 2 | `8` | Responses per prompt. |');
+    expect(table).toContain('| `outPath` | a file path | no file | Where. |');
+    expect(table).toContain('| `beta` | a finite number in (0, 1] | — | KL coefficient. |');
+    expect(table).toContain('| `sampling.maxNewTokens` | an integer >= 1 | required |  |');
+    expect(table).toContain('| `checkpoint.every` | an integer >= 1 | `10` | Steps. |');
+  });
+
+  it('finds a stale table and replaces only the marked block', () => {
+    const readme =
+      'intro\n<!-- options-table:example -->\nold\n<!-- /options-table:example -->\nrest\n';
+    const synced = syncOptionsTables(readme, { example: EXAMPLE.schema });
+    expect(synced.stale).toEqual(['example']);
+    expect(synced.markdown.startsWith('intro\n<!-- options-table:example -->\n| option |')).toBe(
+      true,
+    );
+    expect(synced.markdown.endsWith('\n<!-- /options-table:example -->\nrest\n')).toBe(true);
+    expect(syncOptionsTables(synced.markdown, { example: EXAMPLE.schema }).stale).toEqual([]);
+    expect(() => fillOptionsTables('no markers', { example: 'x' })).toThrow(
+      /options-table:example/,
+    );
+  });
+});

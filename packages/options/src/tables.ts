@@ -1,0 +1,90 @@
+import { defaultText, descriptions, expectedText, type Schema } from './fields.js';
+import { defaultOf, layers, shapeOf } from './introspect.js';
+
+const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+function firstOf<T>(schema: Schema, read: (layer: Schema) => T | undefined): T | undefined {
+  for (const layer of layers(schema)) {
+    const value = read(layer);
+    if (value !== undefined) return value;
+  }
+  return undefined;
+}
+
+function isOptional(schema: Schema): boolean {
+  return layers(schema).some(
+    (layer) => (layer as unknown as { _zod: { optin?: string } })._zod.optin === 'optional',
+  );
+}
+
+function rows(schema: Schema, prefix: string): string[] {
+  const out: string[] = [];
+  for (const [key, field] of Object.entries(shapeOf(schema) ?? {})) {
+    const name = `${prefix}${key}`;
+    const description = firstOf(field, (layer) => descriptions.get(layer)?.description) ?? '';
+    const own = defaultOf(field);
+    const shown =
+      firstOf(field, defaultText) ??
+      (own !== undefined
+        ? `\`${JSON.stringify(own.value)}\``
+        : isOptional(field)
+          ? '—'
+          : 'required');
+    const expected = firstOf(field, expectedText) ?? '';
+    out.push(`| \`${name}\` | ${cell(expected)} | ${cell(shown)} | ${cell(description)} |`);
+    if (shapeOf(field) !== undefined) out.push(...rows(field, `${name}.`));
+  }
+  return out;
+}
+
+/**
+ * The options of `schema` as a Markdown table: option (nested options dotted), what it takes (the
+ * text its errors use), its default (`required`, `—` for "not set") and its description.
+ */
+export function optionsTable(schema: Schema): string {
+  return [
+    '| option | takes | default | description |',
+    '| --- | --- | --- | --- |',
+    ...rows(schema, ''),
+  ].join('\n');
+}
+
+const start = (name: string) => `<!-- options-table:${name} -->`;
+const end = (name: string) => `<!-- /options-table:${name} -->`;
+
+/**
+ * `markdown` with the block between `<!-- options-table:NAME -->` and `<!-- /options-table:NAME
+ * -->` replaced by `tables[NAME]`, for each name (a missing marker pair is an error: the README
+ * must say where the table goes).
+ */
+export function fillOptionsTables(markdown: string, tables: Readonly<Record<string, string>>) {
+  let out = markdown;
+  for (const [name, table] of Object.entries(tables)) {
+    const from = out.indexOf(start(name));
+    const to = out.indexOf(end(name));
+    if (from < 0 || to < from) {
+      throw new Error(`no '${start(name)}' … '${end(name)}' block in the README`);
+    }
+    out = `${out.slice(0, from + start(name).length)}\n${table}\n${out.slice(to)}`;
+  }
+  return out;
+}
+
+/**
+ * The README `markdown` with every generated options table brought up to date, and the names of
+ * the tables that were not (none: the README is current). A package's test compares; the same call
+ * writes the file when asked to (`UPDATE_OPTIONS_TABLES=1`).
+ */
+export function syncOptionsTables(
+  markdown: string,
+  schemas: Readonly<Record<string, Schema>>,
+): { stale: string[]; markdown: string } {
+  const stale: string[] = [];
+  let updated = markdown;
+  for (const [name, schema] of Object.entries(schemas)) {
+    const next = fillOptionsTables(updated, { [name]: optionsTable(schema) });
+    if (next !== updated) stale.push(name);
+    updated = next;
+  }
+  return { stale, markdown: updated };
+}
