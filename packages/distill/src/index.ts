@@ -6,6 +6,7 @@ export type {
 export {
   FILTER_TRACES_DEFAULTS,
   FILTER_TRACES_OPTION_KEYS,
+  FILTER_TRACES_OPTIONS,
   filterTraces,
 } from './filter/filter-traces.js';
 export type { DistillDivergence, TopKLogprobs } from './losses/divergences.js';
@@ -28,6 +29,7 @@ export type {
 export {
   GENERATE_TRACES_DEFAULTS,
   GENERATE_TRACES_OPTION_KEYS,
+  GENERATE_TRACES_OPTIONS,
 } from './traces/generate-traces-options.js';
 export type { TokenizeTracesOptions } from './traces/tokenize-traces.js';
 export { tokenizeTraces } from './traces/tokenize-traces.js';

@@ -16,6 +16,7 @@ export type FieldDoc = {
 };
 
 const expectedTexts = new WeakMap<Schema, string>();
+const asserters = new WeakMap<Schema, (value: unknown, parameter: string) => void>();
 const defaultTexts = new WeakMap<Schema, string>();
 
 /** The descriptions, read by `z.toJSONSchema` (as `metadata`) and by the README tables. */
@@ -106,6 +107,32 @@ export function text(expected: string, options: { allowEmpty?: boolean } = {}) {
 /** A value of type `T` that `check` accepts (functions, samplers, objects zod does not model). */
 export function custom<T>(check: (value: unknown) => boolean, expected: string) {
   return expecting(z.custom<T>(check), expected);
+}
+
+/**
+ * A value checked by an existing validator that throws its own typed error (core's
+ * `assertSampler`, a validator of records that names the bad index): the error it throws is the
+ * one `parse` reports, in the field's place in the declaration order; `expected` is what the
+ * README table says it takes.
+ */
+export function asserted<T>(assert: (value: unknown, parameter: string) => void, expected: string) {
+  const schema = z.custom<T>((value) => {
+    try {
+      assert(value, '');
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  asserters.set(schema, assert);
+  return expecting(schema, expected);
+}
+
+/** The validator registered by {@link asserted} for `schema`, if any. */
+export function asserterOf(
+  schema: Schema,
+): ((value: unknown, parameter: string) => void) | undefined {
+  return asserters.get(schema);
 }
 
 /** A function (`expected` names it: `'a reward function'`). */

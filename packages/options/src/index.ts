@@ -1,5 +1,8 @@
+export * as z from 'zod/mini';
 export { defineOptions, type OptionsDefinition } from './define.js';
 export {
+  asserted,
+  asserterOf,
   boolean,
   custom,
   defaultText,
@@ -22,5 +25,6 @@ export {
 export { type DefaultsOf, defaultOf, defaultsOf, schemaAt, shapeOf } from './introspect.js';
 export { toJsonSchema } from './json-schema.js';
 export { type ParseContext, parseOptions } from './parse.js';
+export { sampleRequestFields } from './sample-request.js';
 export { fillOptionsTables, optionsTable, syncOptionsTables } from './tables.js';
 export { VERSION } from './version.js';

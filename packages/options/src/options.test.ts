@@ -1,6 +1,8 @@
 import {
+  assertSampler,
   ErrorCode,
-  InvalidArgumentError,
+  type InvalidArgumentError,
+  RlvrError,
   validateInteger,
   validateNumber,
   validateOneOf,
@@ -11,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod/mini';
 import { defineOptions } from './define.js';
 import {
+  asserted,
   boolean,
   func,
   integer,
@@ -28,7 +31,8 @@ const thrown = (run: () => unknown): InvalidArgumentError => {
   try {
     run();
   } catch (error) {
-    if (InvalidArgumentError.isInstance(error)) return error;
+    // UnsupportedSpecificationError (assertSampler) is an RlvrError with a parameter too.
+    if (RlvrError.isInstance(error)) return error as InvalidArgumentError;
     throw error;
   }
   throw new Error('expected a throw');
@@ -169,6 +173,16 @@ describe('defineOptions', () => {
         { sampling: 3 },
         () => validateOptions(3, { parameter: 'options.sampling', functionName: FN }),
       ],
+      // a required options object left out reads as {}, as validateOptions(undefined) does
+      [
+        { sampling: undefined },
+        () =>
+          validateInteger(undefined, {
+            parameter: 'options.sampling.maxNewTokens',
+            functionName: FN,
+            min: 1,
+          }),
+      ],
     ];
     for (const [options, oracle] of cases) {
       const actual = thrown(() => EXAMPLE.parse({ ...valid, ...options }));
@@ -255,6 +269,25 @@ describe('defineOptions', () => {
         thrown(() => validateOptions(bad, { parameter: 'options', functionName: FN })).message,
       );
     }
+  });
+});
+
+describe('asserted', () => {
+  it("reports the validator's own error, in the field's place in the declaration order", () => {
+    const WITH_SAMPLER = defineOptions(
+      {
+        sampler: asserted((value, parameter) => assertSampler(value, parameter), 'a Sampler'),
+        k: integer({ min: 1 }),
+      },
+      { parameter: 'options', functionName: FN },
+    );
+    const sampler = { specificationVersion: 'v1', sample: async () => [] };
+    expect(WITH_SAMPLER.parse({ sampler, k: 1 }).sampler).toBe(sampler);
+    for (const bad of [undefined, {}, { ...sampler, specificationVersion: 'v0' }]) {
+      const actual = thrown(() => WITH_SAMPLER.parse({ sampler: bad, k: 0 }));
+      expect(actual.message).toBe(thrown(() => assertSampler(bad, 'options.sampler')).message);
+    }
+    expect(thrown(() => WITH_SAMPLER.parse({ sampler, k: 0 })).parameter).toBe('options.k');
   });
 });
 

@@ -1,7 +1,7 @@
 import { assertKnownKeys, InvalidArgumentError, validateOptions } from '@rlvr/core';
 import * as z from 'zod/mini';
-import { expectedText, type Schema } from './fields.js';
-import { layers, schemaAt, shapeOf, valueAt } from './introspect.js';
+import { asserterOf, expectedText, type Schema } from './fields.js';
+import { layers, schemaAt, shapeOf, unwrap, valueAt } from './introspect.js';
 
 /** Where options come from, for the error messages (as @rlvr/core's `validateOptions`). */
 export type ParseContext = {
@@ -66,16 +66,29 @@ export function parseOptions<T extends Schema>(
   });
   const result = z.safeParse(schema, input);
   if (result.success) return result.data;
-  const issue = firstIssue(result.error.issues);
+  let issue = firstIssue(result.error.issues);
+  // A required options object left out reads as {} (as validateOptions(undefined) does): the
+  // error names its first required field.
+  for (;;) {
+    const at = schemaAt(schema, issue.path);
+    if (issue.code !== 'invalid_type' || at === undefined || shapeOf(at) === undefined) break;
+    if (valueAt(input, issue.path) !== undefined) break;
+    const inner = z.safeParse(unwrap(at), {});
+    if (inner.success) break;
+    const next = firstIssue(inner.error.issues);
+    issue = { ...next, path: [...issue.path, ...next.path] };
+  }
   if (issue.code === 'unrecognized_keys') {
-    const at = valueAt(input, issue.path) as object;
-    assertKnownKeys(at, {
+    assertKnownKeys(valueAt(input, issue.path) as object, {
       parameter: join(context.parameter, issue.path),
       ...(functionName === undefined ? {} : { functionName }),
       known: Object.keys(shapeOf(schemaAt(schema, issue.path) ?? schema) ?? {}),
       ...(aliases === undefined || issue.path.length > 0 ? {} : { aliases }),
     });
   }
+  const at = schemaAt(schema, issue.path);
+  const assert = at === undefined ? undefined : layers(at).map(asserterOf).find(Boolean);
+  assert?.(valueAt(input, issue.path), join(context.parameter, issue.path));
   throw new InvalidArgumentError({
     parameter: join(context.parameter, issue.path),
     ...(functionName === undefined ? {} : { functionName }),

@@ -1,0 +1,23 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { syncOptionsTables } from '@rlvr/options';
+import { describe, expect, it } from 'vitest';
+import { FILTER_TRACES_OPTIONS } from './filter/filter-traces.js';
+import { GENERATE_TRACES_OPTIONS } from './traces/generate-traces-options.js';
+
+const README = new URL('../README.md', import.meta.url);
+
+describe('README options tables', () => {
+  it('should be the tables generated from the options schemas', () => {
+    const readme = readFileSync(README, 'utf8');
+    const { stale, markdown } = syncOptionsTables(readme, {
+      generateTraces: GENERATE_TRACES_OPTIONS.schema,
+      filterTraces: FILTER_TRACES_OPTIONS.schema,
+    });
+    if (process.env.UPDATE_OPTIONS_TABLES === '1') writeFileSync(README, markdown);
+    else
+      expect(
+        stale,
+        'run UPDATE_OPTIONS_TABLES=1 npx vitest run src/readme-options.test.ts',
+      ).toEqual([]);
+  });
+});
