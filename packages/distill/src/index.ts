@@ -39,6 +39,7 @@ export type { PromptRecord, TraceRecord } from './traces/trace-record.js';
 export type { DistillCheckpoint } from './train/distill-checkpoint.js';
 export { loadDistillCheckpoint, saveDistillCheckpoint } from './train/distill-checkpoint.js';
 export type {
+  DistillEvaluate,
   DistillLoss,
   DistillPosition,
   DistillStepRecord,
@@ -48,6 +49,7 @@ export type {
 export {
   DISTILL_STUDENT_DEFAULTS,
   DISTILL_STUDENT_OPTION_KEYS,
+  DISTILL_STUDENT_OPTIONS,
 } from './train/distill-options.js';
 export { distillStudent } from './train/distill-student.js';
 export { assertSharedTokenizer } from './train/shared-tokenizer.js';

@@ -3,6 +3,7 @@ import { syncOptionsTables } from '@rlvr/options';
 import { describe, expect, it } from 'vitest';
 import { FILTER_TRACES_OPTIONS } from './filter/filter-traces.js';
 import { GENERATE_TRACES_OPTIONS } from './traces/generate-traces-options.js';
+import { DISTILL_STUDENT_OPTIONS } from './train/distill-options.js';
 
 const README = new URL('../README.md', import.meta.url);
 
@@ -12,6 +13,7 @@ describe('README options tables', () => {
     const { stale, markdown } = syncOptionsTables(readme, {
       generateTraces: GENERATE_TRACES_OPTIONS.schema,
       filterTraces: FILTER_TRACES_OPTIONS.schema,
+      distillStudent: DISTILL_STUDENT_OPTIONS.schema,
     });
     if (process.env.UPDATE_OPTIONS_TABLES === '1') writeFileSync(README, markdown);
     else

@@ -37,24 +37,40 @@ export function unwrap(schema: Schema): Schema {
   return layers(schema).at(-1)!;
 }
 
-/** The fields of an object schema (under its wrappers), or `undefined` for another kind. */
+/**
+ * The fields of an object schema (under its wrappers; in a union, of its first object branch), or
+ * `undefined` for another kind.
+ */
 export function shapeOf(schema: Schema): Record<string, Schema> | undefined {
-  const inner = unwrap(schema);
-  return defOf(inner).type === 'object' ? defOf(inner).shape : undefined;
+  const def = defOf(unwrap(schema)) as Def & { options?: Schema[] };
+  if (def.type === 'object') return def.shape;
+  if (def.type !== 'union') return undefined;
+  for (const option of def.options ?? []) {
+    const shape = shapeOf(option);
+    if (shape !== undefined) return shape;
+  }
+  return undefined;
 }
 
-/** The schema at `path` below `schema` (object fields, array elements, record values). */
+/**
+ * The schema at `path` below `schema` (object fields, array elements, record values; in a union,
+ * the first branch that has the path).
+ */
 export function schemaAt(schema: Schema, path: readonly PropertyKey[]): Schema | undefined {
-  let current: Schema | undefined = schema;
-  for (const key of path) {
-    if (current === undefined) return undefined;
-    const def = defOf(unwrap(current));
-    if (def.type === 'object') current = def.shape?.[String(key)];
-    else if (def.type === 'array') current = def.element;
-    else if (def.type === 'record') current = def.valueType;
-    else return undefined;
+  if (path.length === 0) return schema;
+  const [key, ...rest] = path;
+  const def = defOf(unwrap(schema)) as Def & { options?: Schema[] };
+  let next: Schema | undefined;
+  if (def.type === 'object') next = def.shape?.[String(key)];
+  else if (def.type === 'array') next = def.element;
+  else if (def.type === 'record') next = def.valueType;
+  else if (def.type === 'union') {
+    for (const option of def.options ?? []) {
+      const found = schemaAt(option, path);
+      if (found !== undefined) return found;
+    }
   }
-  return current;
+  return next === undefined ? undefined : schemaAt(next, rest);
 }
 
 /** The value at `path` below `value` (`undefined` where the path leaves it). */

@@ -15,6 +15,7 @@ import { defineOptions } from './define.js';
 import {
   asserted,
   boolean,
+  expecting,
   func,
   integer,
   number,
@@ -288,6 +289,48 @@ describe('asserted', () => {
       expect(actual.message).toBe(thrown(() => assertSampler(bad, 'options.sampler')).message);
     }
     expect(thrown(() => WITH_SAMPLER.parse({ sampler, k: 0 })).parameter).toBe('options.k');
+  });
+});
+
+describe('unions', () => {
+  const RESUME = defineOptions(
+    {
+      resumeFrom: optional(
+        expecting(
+          z.union([text('a folder or a position'), object({ epoch: integer({ min: 0 }) })]),
+          'a folder or a position',
+        ),
+        'Where to resume.',
+      ),
+    },
+    { parameter: 'options', functionName: FN },
+  );
+
+  it('reports the error of the branch the value was meant for', () => {
+    expect(RESUME.parse({ resumeFrom: 'dir' }).resumeFrom).toBe('dir');
+    expect(RESUME.parse({ resumeFrom: { epoch: 2 } }).resumeFrom).toEqual({ epoch: 2 });
+    const where = (resumeFrom: unknown) => {
+      const error = thrown(() => RESUME.parse({ resumeFrom }));
+      return [error.code, error.parameter, error.message.split(': ')[1]];
+    };
+    expect(where('')).toEqual([
+      'INVALID_ARGUMENT',
+      'options.resumeFrom',
+      'expected a folder or a position, got ""',
+    ]);
+    expect(where(3)).toEqual([
+      'INVALID_ARGUMENT',
+      'options.resumeFrom',
+      'expected a folder or a position, got 3',
+    ]);
+    expect(where({ epoch: -1 })).toEqual([
+      'INVALID_ARGUMENT',
+      'options.resumeFrom.epoch',
+      'expected an integer >= 0, got -1',
+    ]);
+    expect(where({ x: 1 })[0]).toBe('UNKNOWN_OPTION');
+    expect(where({ epoch: 0, x: 1 })[0]).toBe('UNKNOWN_OPTION');
+    expect(where({ epoch: 0, x: 1 })[1]).toBe('options.resumeFrom.x');
   });
 });
 

@@ -59,40 +59,75 @@ export function parseOptions<T extends Schema>(
   value: unknown,
   context: ParseContext,
 ): z.output<T> {
-  const { functionName, aliases } = context;
+  const { functionName } = context;
   const input = validateOptions<object>(value, {
     parameter: context.parameter,
     ...(functionName === undefined ? {} : { functionName }),
   });
   const result = z.safeParse(schema, input);
   if (result.success) return result.data;
-  let issue = firstIssue(result.error.issues);
+  return report(schema, [], firstIssue(result.error.issues), input, context);
+}
+
+/** The union branch the value was meant for: the first whose own type matched it. */
+function branchOf(issue: Issue & { code: 'invalid_union' }): number {
+  const index = issue.errors.findIndex(
+    (errors) => !errors.some((inner) => inner.path.length === 0 && inner.code === 'invalid_type'),
+  );
+  return Math.max(index, 0);
+}
+
+/**
+ * Throws the typed error for `issue`, raised by `base` (the schema at `basePath` of the options;
+ * the issue's path is relative to it).
+ */
+function report(
+  base: Schema,
+  basePath: readonly PropertyKey[],
+  issue: Issue,
+  input: object,
+  context: ParseContext,
+): never {
+  const { functionName, aliases } = context;
+  const path = [...basePath, ...issue.path];
+  const at = schemaAt(base, issue.path);
+  const value = valueAt(input, path);
+  const parameter = join(context.parameter, path);
   // A required options object left out reads as {} (as validateOptions(undefined) does): the
   // error names its first required field.
-  for (;;) {
-    const at = schemaAt(schema, issue.path);
-    if (issue.code !== 'invalid_type' || at === undefined || shapeOf(at) === undefined) break;
-    if (valueAt(input, issue.path) !== undefined) break;
-    const inner = z.safeParse(unwrap(at), {});
-    if (inner.success) break;
-    const next = firstIssue(inner.error.issues);
-    issue = { ...next, path: [...issue.path, ...next.path] };
+  if (issue.code === 'invalid_type' && at !== undefined && shapeOf(at) !== undefined) {
+    const inner = value === undefined ? z.safeParse(unwrap(at), {}) : undefined;
+    if (inner?.success === false) {
+      return report(unwrap(at), path, firstIssue(inner.error.issues), input, context);
+    }
+  }
+  if (issue.code === 'invalid_union' && at !== undefined && issue.errors.length > 0) {
+    const branch = branchOf(issue);
+    const branches = (unwrap(at) as unknown as { _zod: { def: { options?: Schema[] } } })._zod.def
+      .options;
+    const inner = firstIssue(issue.errors[branch]!);
+    const own = layers(at).map(expectedText).find(Boolean);
+    // The union's own text for a value its branch refused as a whole ('' for a folder path);
+    // the branch's error for anything inside it (a field, an unknown key).
+    const inside = inner.path.length > 0 || inner.code === 'unrecognized_keys';
+    if (branches?.[branch] !== undefined && (inside || own === undefined)) {
+      return report(branches[branch]!, path, inner, input, context);
+    }
   }
   if (issue.code === 'unrecognized_keys') {
-    assertKnownKeys(valueAt(input, issue.path) as object, {
-      parameter: join(context.parameter, issue.path),
+    assertKnownKeys(value as object, {
+      parameter,
       ...(functionName === undefined ? {} : { functionName }),
-      known: Object.keys(shapeOf(schemaAt(schema, issue.path) ?? schema) ?? {}),
-      ...(aliases === undefined || issue.path.length > 0 ? {} : { aliases }),
+      known: Object.keys(shapeOf(at ?? base) ?? {}),
+      ...(aliases === undefined || path.length > 0 ? {} : { aliases }),
     });
   }
-  const at = schemaAt(schema, issue.path);
   const assert = at === undefined ? undefined : layers(at).map(asserterOf).find(Boolean);
-  assert?.(valueAt(input, issue.path), join(context.parameter, issue.path));
+  assert?.(value, parameter);
   throw new InvalidArgumentError({
-    parameter: join(context.parameter, issue.path),
+    parameter,
     ...(functionName === undefined ? {} : { functionName }),
-    value: valueAt(input, issue.path),
-    expected: expectedAt(schema, issue.path, issue.message),
+    value,
+    expected: expectedAt(base, issue.path, issue.message),
   });
 }
