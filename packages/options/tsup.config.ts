@@ -8,9 +8,9 @@ const { version } = JSON.parse(
 };
 
 export default defineConfig({
-  entry: { index: 'src/index.ts' },
+  entry: { index: 'src/index.ts', readme: 'src/readme.ts' },
   format: ['esm', 'cjs'],
-  dts: { entry: { index: 'src/index.ts' } },
+  dts: { entry: { index: 'src/index.ts', readme: 'src/readme.ts' } },
   sourcemap: true,
   clean: true,
   target: 'node20',
