@@ -47,6 +47,7 @@ export type {
   DistillStudentResult,
 } from './train/distill-options.js';
 export {
+  DISTILL_LOSS_SCHEMA,
   DISTILL_STUDENT_DEFAULTS,
   DISTILL_STUDENT_OPTION_KEYS,
   DISTILL_STUDENT_OPTIONS,

@@ -22,9 +22,23 @@ export {
   text,
   withDefault,
 } from './fields.js';
-export { type DefaultsOf, defaultOf, defaultsOf, schemaAt, shapeOf } from './introspect.js';
+export {
+  type DefaultsOf,
+  defaultOf,
+  defaultsOf,
+  layers,
+  schemaAt,
+  shapeOf,
+  unwrap,
+} from './introspect.js';
 export { toJsonSchema } from './json-schema.js';
 export { type ParseContext, parseOptions } from './parse.js';
 export { sampleRequestFields } from './sample-request.js';
-export { fillOptionsTables, optionsTable, syncOptionsTables } from './tables.js';
+export {
+  type FieldSummary,
+  fieldSummary,
+  fillOptionsTables,
+  optionsTable,
+  syncOptionsTables,
+} from './tables.js';
 export { VERSION } from './version.js';

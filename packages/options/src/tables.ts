@@ -17,21 +17,37 @@ function isOptional(schema: Schema): boolean {
   );
 }
 
-function rows(schema: Schema, prefix: string): string[] {
-  const out: string[] = [];
-  for (const [key, field] of Object.entries(shapeOf(schema) ?? {})) {
-    const name = `${prefix}${key}`;
-    const description = firstOf(field, (layer) => descriptions.get(layer)?.description) ?? '';
-    const own = defaultOf(field);
-    const shown =
+/** What a README row and a `--help` line say about one field. */
+export type FieldSummary = {
+  /** What it takes: the text its errors use (`an integer >= 1`). */
+  takes: string;
+  /** Its default: the value in backticks, its `defaultText`, `required` or `—` (not set). */
+  shownDefault: string;
+  description: string;
+};
+
+/** The {@link FieldSummary} of one field of an options schema. */
+export function fieldSummary(field: Schema): FieldSummary {
+  const own = defaultOf(field);
+  return {
+    takes: firstOf(field, expectedText) ?? '',
+    shownDefault:
       firstOf(field, defaultText) ??
       (own !== undefined
         ? `\`${JSON.stringify(own.value)}\``
         : isOptional(field)
           ? '—'
-          : 'required');
-    const expected = firstOf(field, expectedText) ?? '';
-    out.push(`| \`${name}\` | ${cell(expected)} | ${cell(shown)} | ${cell(description)} |`);
+          : 'required'),
+    description: firstOf(field, (layer) => descriptions.get(layer)?.description) ?? '',
+  };
+}
+
+function rows(schema: Schema, prefix: string): string[] {
+  const out: string[] = [];
+  for (const [key, field] of Object.entries(shapeOf(schema) ?? {})) {
+    const name = `${prefix}${key}`;
+    const { takes, shownDefault, description } = fieldSummary(field);
+    out.push(`| \`${name}\` | ${cell(takes)} | ${cell(shownDefault)} | ${cell(description)} |`);
     if (shapeOf(field) !== undefined) out.push(...rows(field, `${name}.`));
   }
   return out;

@@ -11,6 +11,7 @@ import {
   POLICY_TRAINER_KEYS,
   STUDENT_DEFAULTS,
   STUDENT_LOOP_DEFAULTS,
+  STUDENT_SCHEMAS,
   trainStudent,
 } from './train-student.js';
 
@@ -33,6 +34,7 @@ const spec: ConfigSpec = {
     backend: 'auto',
   },
   required: ['model', 'dataset', 'outputDir'],
+  schemas: STUDENT_SCHEMAS,
 };
 
 /** Dataset rows as SFT traces: the completion tokens (then EOS) are the targets. */

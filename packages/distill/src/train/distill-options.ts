@@ -58,7 +58,8 @@ export const FN = 'distillStudent';
 const LOGITS_ONLY = ['divergence', 'beta', 'temperature', 'teacher', 'sftWeight'] as const;
 const jsdOnly = `\`${DISTILL_LOSS_DEFAULTS.beta}\` (with \`divergence: 'jsd'\`)`;
 
-const LOSS = object({
+/** The `loss` option of {@link distillStudent} (its cross-field rules are in `validateDistillOptions`). */
+export const DISTILL_LOSS_SCHEMA = object({
   type: required(
     oneOf(['sft', 'logits']),
     '`sft` (cross-entropy on the teacher tokens) or `logits`.',
@@ -112,7 +113,11 @@ export const DISTILL_STUDENT_OPTIONS = defineOptions(
       func<(prompt: string) => number[]>('a function'),
       'Encodes a prompt for traces without recorded `promptTokenIds` (shared tokenizer).',
     ),
-    loss: withDefault(LOSS, { type: 'sft' }, 'How the student learns from the teacher.'),
+    loss: withDefault(
+      DISTILL_LOSS_SCHEMA,
+      { type: 'sft' },
+      'How the student learns from the teacher.',
+    ),
     epochs: required(integer({ min: 1 }), 'Passes over the traces.'),
     batchSize: required(integer({ min: 1 }), 'Sequences per optimizer step.'),
     pack: withDefault(
@@ -381,7 +386,7 @@ export function distillSettings(options: ValidatedDistill): Record<string, unkno
 }
 
 /** The loss's cross-field rules: what applies to one type or divergence only. */
-function checkLoss(loss: z.output<typeof LOSS>): DistillLoss {
+function checkLoss(loss: z.output<typeof DISTILL_LOSS_SCHEMA>): DistillLoss {
   if (loss.type === 'sft') {
     for (const key of LOGITS_ONLY) {
       if (loss[key] !== undefined) {
