@@ -1,4 +1,3 @@
-export * as z from 'zod/mini';
 export { defineOptions, type OptionsDefinition } from './define.js';
 export {
   asserted,
@@ -42,3 +41,4 @@ export {
   syncOptionsTables,
 } from './tables.js';
 export { VERSION } from './version.js';
+export { type OptionsInput, type OptionsOutput, zod } from './zod.js';

@@ -26,7 +26,7 @@ import {
   teacherFromModel,
   tokenizeTraces,
 } from '@rlvr/distill';
-import { defaultsOf, integer, schemaAt, withDefault, z } from '@rlvr/options';
+import { defaultsOf, integer, schemaAt, withDefault, zod } from '@rlvr/options';
 import { createLlamaModel } from '@rlvr/trainer';
 import { keysHelp } from '../config/config-schema.js';
 import type { ConfigSpec, ResolvedConfig } from '../config/load-config.js';
@@ -85,8 +85,8 @@ export const CLI_TRACES_DEFAULTS = Object.freeze({ k: 4 } as const);
  * What `traces` takes: generateTraces' options schema less the keys the CLI sets, with the CLI's
  * `k` default. Its defaults are what `--print-config` shows; its JSON Schema is the config's.
  */
-export const TRACES_SCHEMA = z.extend(
-  z.omit(
+export const TRACES_SCHEMA = zod.extend(
+  zod.omit(
     GENERATE_TRACES_OPTIONS.schema,
     Object.fromEntries(TRACES_KEYS_SET_BY_CLI.map((key) => [key, true] as const)) as Record<
       (typeof TRACES_KEYS_SET_BY_CLI)[number],
@@ -102,7 +102,7 @@ export const TRACES_SCHEMA = z.extend(
   },
 );
 /** The `loss` key: distillStudent's `loss` schema less `teacher` (the CLI sets it for logits). */
-const LOSS_SCHEMA = z.omit(DISTILL_LOSS_SCHEMA, { teacher: true });
+const LOSS_SCHEMA = zod.omit(DISTILL_LOSS_SCHEMA, { teacher: true });
 // No seed: filterTraces uses it with prefer: 'random' only (elsewhere it is INEFFECTIVE_OPTION).
 const { seed: _seed, ...FILTER_CONFIG_DEFAULTS } = FILTER_TRACES_DEFAULTS;
 /** The traces file in the run folder. */

@@ -1,4 +1,4 @@
-import { fieldSummary, type Schema, shapeOf, toJsonSchema, z } from '@rlvr/options';
+import { fieldSummary, type Schema, shapeOf, toJsonSchema, zod } from '@rlvr/options';
 import type { ConfigSpec } from './load-config.js';
 
 /**
@@ -10,20 +10,20 @@ export function configSchema(spec: ConfigSpec): Schema {
   for (const key of spec.known) {
     const own = spec.schemas?.[key];
     const nested = spec.nested?.[key];
-    shape[key] = z.optional(
+    shape[key] = zod.optional(
       own ??
         (nested
           ? // a path or a name (dataset: data/train.jsonl, a served model's name) or the object
-            z.union([
-              z.string(),
-              z.strictObject(
-                Object.fromEntries(nested.map((inner) => [inner, z.optional(z.unknown())])),
+            zod.union([
+              zod.string(),
+              zod.strictObject(
+                Object.fromEntries(nested.map((inner) => [inner, zod.optional(zod.unknown())])),
               ),
             ])
-          : z.unknown()),
+          : zod.unknown()),
     );
   }
-  return z.strictObject(shape);
+  return zod.strictObject(shape);
 }
 
 /**

@@ -6,10 +6,11 @@ import {
   expecting,
   integer,
   number,
+  type OptionsInput,
   oneOf,
   optional,
   withDefault,
-  z,
+  zod,
 } from '@rlvr/options';
 import type { TraceRecord } from '../traces/trace-record.js';
 
@@ -45,7 +46,7 @@ export const FILTER_TRACES_OPTIONS = defineOptions(
       "Drop traces that hit the length cap (`finishReason: 'length'`).",
     ),
     dedupeThreshold: withDefault(
-      expecting(z.union([DEDUPE_RANGE, z.literal(false)]), expectedText(DEDUPE_RANGE)!),
+      expecting(zod.union([DEDUPE_RANGE, zod.literal(false)]), expectedText(DEDUPE_RANGE)!),
       0.9,
       'Drop near-duplicates within a prompt: a trace whose word-trigram Jaccard similarity to an already kept trace is ≥ this. 1 drops exact duplicates only; `false` keeps everything.',
     ),
@@ -54,7 +55,7 @@ export const FILTER_TRACES_OPTIONS = defineOptions(
 );
 
 /** Options of {@link filterTraces} (see {@link FILTER_TRACES_OPTIONS} for each one). */
-export type FilterTracesOptions = z.input<typeof FILTER_TRACES_OPTIONS.schema>;
+export type FilterTracesOptions = OptionsInput<typeof FILTER_TRACES_OPTIONS.schema>;
 
 /**
  * Every key of {@link FilterTracesOptions}: the keys `filterTraces` accepts (any other is an

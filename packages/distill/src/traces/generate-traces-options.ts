@@ -16,13 +16,13 @@ import {
   func,
   integer,
   number,
+  type OptionsInput,
   object,
   optional,
   required,
   sampleRequestFields,
   text,
   withDefault,
-  type z,
 } from '@rlvr/options';
 import { type TraceSettings, teacherWeightsHash } from './trace-file.js';
 import type { PromptRecord } from './trace-record.js';
@@ -138,7 +138,7 @@ export const GENERATE_TRACES_OPTIONS = defineOptions(
 );
 
 /** Options of {@link generateTraces} (see {@link GENERATE_TRACES_OPTIONS} for each one). */
-export type GenerateTracesOptions = z.input<typeof GENERATE_TRACES_OPTIONS.schema>;
+export type GenerateTracesOptions = OptionsInput<typeof GENERATE_TRACES_OPTIONS.schema>;
 /** What identifies the teacher in the traces file's fingerprint. */
 export type TraceTeacher = NonNullable<GenerateTracesOptions['teacher']>;
 

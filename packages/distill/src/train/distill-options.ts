@@ -16,13 +16,15 @@ import {
   func,
   integer,
   number,
+  type OptionsInput,
+  type OptionsOutput,
   object,
   oneOf,
   optional,
   required,
   text,
   withDefault,
-  z,
+  zod,
 } from '@rlvr/options';
 import type { PolicyTrainer } from '@rlvr/trainer';
 import type { DistillDivergence } from '../losses/divergences.js';
@@ -162,7 +164,7 @@ export const DISTILL_STUDENT_OPTIONS = defineOptions(
     ),
     resumeFrom: optional(
       expecting(
-        z.union([
+        zod.union([
           text(RESUME_FROM),
           object({ epoch: position(), offset: position(), step: position() }),
         ]),
@@ -205,7 +207,10 @@ export type DistillEvaluate = (context: {
 }) => Promise<Record<string, number>> | Record<string, number>;
 
 /** Options of {@link distillStudent} (see {@link DISTILL_STUDENT_OPTIONS} for each one). */
-export type DistillStudentOptions = Omit<z.input<typeof DISTILL_STUDENT_OPTIONS.schema>, 'loss'> & {
+export type DistillStudentOptions = Omit<
+  OptionsInput<typeof DISTILL_STUDENT_OPTIONS.schema>,
+  'loss'
+> & {
   /** Default `{ type: 'sft' }`. */
   loss?: DistillLoss;
 };
@@ -386,7 +391,7 @@ export function distillSettings(options: ValidatedDistill): Record<string, unkno
 }
 
 /** The loss's cross-field rules: what applies to one type or divergence only. */
-function checkLoss(loss: z.output<typeof DISTILL_LOSS_SCHEMA>): DistillLoss {
+function checkLoss(loss: OptionsOutput<typeof DISTILL_LOSS_SCHEMA>): DistillLoss {
   if (loss.type === 'sft') {
     for (const key of LOGITS_ONLY) {
       if (loss[key] !== undefined) {

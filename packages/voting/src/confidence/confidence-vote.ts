@@ -5,7 +5,7 @@ import {
   type TopLogprob,
   validateNumber,
 } from '@rlvr/core';
-import { defineOptions, number, oneOf, withDefault, type z } from '@rlvr/options';
+import { defineOptions, number, type OptionsInput, oneOf, withDefault } from '@rlvr/options';
 import { defaultEquals, defaultExtract } from '../vote/defaults.js';
 import { safeExtract, tally } from '../vote/majority-vote.js';
 import type { EqualsFn, ExtractFn, VoteResult } from '../vote/types.js';
@@ -61,7 +61,7 @@ export const CONFIDENCE_VOTE_OPTIONS = defineOptions(
 );
 
 /** Options of {@link confidenceVote} (see {@link CONFIDENCE_VOTE_OPTIONS} for each one). */
-export type ConfidenceVoteOptions = z.input<typeof CONFIDENCE_VOTE_OPTIONS.schema>;
+export type ConfidenceVoteOptions = OptionsInput<typeof CONFIDENCE_VOTE_OPTIONS.schema>;
 
 /** The outcome of a {@link confidenceVote}: the vote over the kept traces, indices into the input. */
 export type ConfidenceVoteResult = VoteResult & {

@@ -1,5 +1,13 @@
 import { InvalidArgumentError, type TopLogprob } from '@rlvr/core';
-import { defineOptions, integer, number, oneOf, withDefault, type z } from '@rlvr/options';
+import {
+  defineOptions,
+  integer,
+  number,
+  type OptionsInput,
+  type OptionsOutput,
+  oneOf,
+  withDefault,
+} from '@rlvr/options';
 
 /**
  * How one trace's confidence is summarized (DeepConf, Fu et al. 2025, §3). Token confidence
@@ -53,7 +61,7 @@ export const TRACE_CONFIDENCE_OPTIONS = defineOptions(CONFIDENCE_FIELDS, {
 });
 
 /** Options of {@link traceConfidence} (see {@link CONFIDENCE_FIELDS} for each one). */
-export type TraceConfidenceOptions = z.input<typeof TRACE_CONFIDENCE_OPTIONS.schema>;
+export type TraceConfidenceOptions = OptionsInput<typeof TRACE_CONFIDENCE_OPTIONS.schema>;
 
 /** The defaults of {@link TraceConfidenceOptions}. */
 export const CONFIDENCE_DEFAULTS = TRACE_CONFIDENCE_OPTIONS.defaults;
@@ -131,7 +139,7 @@ export function traceConfidence(
 }
 
 /** {@link TraceConfidenceOptions} with the defaults filled in. @internal */
-export type ResolvedConfidence = z.output<typeof TRACE_CONFIDENCE_OPTIONS.schema>;
+export type ResolvedConfidence = OptionsOutput<typeof TRACE_CONFIDENCE_OPTIONS.schema>;
 
 /** Checks a `topLogprobs` array (rows of `{ tokenId, logprob }` with finite logprobs ≤ 0). @internal */
 export function checkTopLogprobs(value: unknown, parameter: string, functionName: string): void {

@@ -1,5 +1,12 @@
 import { InvalidArgumentError, rejectIneffective, validateFiniteArray } from '@rlvr/core';
-import { custom, defineOptions, oneOf, optional, withDefault, type z } from '@rlvr/options';
+import {
+  custom,
+  defineOptions,
+  type OptionsInput,
+  oneOf,
+  optional,
+  withDefault,
+} from '@rlvr/options';
 import { defaultEquals, defaultExtract } from './defaults.js';
 import { voteDistribution } from './distribution.js';
 import type {
@@ -44,7 +51,7 @@ export const MAJORITY_VOTE_OPTIONS = defineOptions(
 );
 
 /** Options of {@link majorityVote} (see {@link MAJORITY_VOTE_OPTIONS} for each one). */
-export type MajorityVoteOptions = z.input<typeof MAJORITY_VOTE_OPTIONS.schema>;
+export type MajorityVoteOptions = OptionsInput<typeof MAJORITY_VOTE_OPTIONS.schema>;
 /** The defaults of {@link majorityVote}'s options. */
 export const MAJORITY_VOTE_DEFAULTS = MAJORITY_VOTE_OPTIONS.defaults;
 
