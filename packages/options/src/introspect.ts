@@ -38,13 +38,21 @@ export function unwrap(schema: Schema): Schema {
 }
 
 /**
- * The fields of an object schema (under its wrappers; in a union, of its first object branch), or
- * `undefined` for another kind.
+ * The fields of an object schema (under its wrappers; in a union, of the branch whose
+ * discriminator `value` has, else of its first object branch), or `undefined` for another kind.
  */
-export function shapeOf(schema: Schema): Record<string, Schema> | undefined {
-  const def = defOf(unwrap(schema)) as Def & { options?: Schema[] };
+export function shapeOf(schema: Schema, value?: unknown): Record<string, Schema> | undefined {
+  const def = defOf(unwrap(schema)) as Def & { options?: Schema[]; discriminator?: string };
   if (def.type === 'object') return def.shape;
   if (def.type !== 'union') return undefined;
+  // a discriminated union: the branch whose tag the value has
+  const tag = def.discriminator === undefined ? undefined : valueAt(value, [def.discriminator]);
+  const tagged = (def.options ?? []).find((option) => {
+    const values = (option as unknown as { _zod: { propValues?: Record<string, Set<unknown>> } })
+      ._zod.propValues?.[def.discriminator ?? ''];
+    return tag !== undefined && values?.has(tag) === true;
+  });
+  if (tagged !== undefined) return shapeOf(tagged);
   for (const option of def.options ?? []) {
     const shape = shapeOf(option);
     if (shape !== undefined) return shape;

@@ -334,6 +334,63 @@ describe('unions', () => {
   });
 });
 
+describe('discriminated unions', () => {
+  const STOP = defineOptions(
+    {
+      strategy: expecting(
+        z.discriminatedUnion('type', [
+          object({ type: z.literal('esc'), windowSize: integer({ min: 1 }) }),
+          object({
+            type: z.literal('adaptive'),
+            threshold: withDefault(number({ min: 0, max: 1 }), 0.95, 'Confidence to stop at.'),
+          }),
+        ]),
+        'an options object',
+      ),
+    },
+    { parameter: 'options', functionName: FN },
+  );
+
+  it("names the tag's values, and the branch's own keys and fields", () => {
+    expect(STOP.parse({ strategy: { type: 'adaptive' } }).strategy).toEqual({
+      type: 'adaptive',
+      threshold: 0.95,
+    });
+    const where = (strategy: unknown) => {
+      const error = thrown(() => STOP.parse({ strategy }));
+      return [error.code, error.parameter, error.message.split(': ')[1]];
+    };
+    expect(where({ type: 'x' })).toEqual([
+      'INVALID_ARGUMENT',
+      'options.strategy.type',
+      "expected one of 'esc', 'adaptive', got \"x\"",
+    ]);
+    expect(where(undefined)).toEqual([
+      'INVALID_ARGUMENT',
+      'options.strategy.type',
+      "expected one of 'esc', 'adaptive', got undefined",
+    ]);
+    expect(where({ type: 'esc' })[1]).toBe('options.strategy.windowSize');
+    expect(where({ type: 'adaptive', threshold: 2 })[2]).toBe(
+      'expected a finite number in [0, 1], got 2',
+    );
+    const unknown = thrown(() => STOP.parse({ strategy: { type: 'adaptive', windowSize: 2 } }));
+    expect(unknown.code).toBe('UNKNOWN_OPTION');
+    expect(unknown.message).toContain("one of 'type', 'threshold'");
+  });
+
+  it('lists the tag and each branch’s fields, marked with their tag, in the README table', () => {
+    const table = optionsTable(STOP.schema);
+    expect(table).toContain("| `strategy.type` | one of 'esc', 'adaptive' | required |");
+    expect(table).toContain(
+      "| `strategy.threshold` | a finite number in [0, 1] | `0.95` | With `type: 'adaptive'`: Confidence to stop at. |",
+    );
+    expect(table).toContain(
+      "| `strategy.windowSize` | an integer >= 1 | required | With `type: 'esc'`:",
+    );
+  });
+});
+
 describe('toJsonSchema', () => {
   const ajv = new Ajv2020({ strict: true });
   const schema = toJsonSchema(z.omit(EXAMPLE.schema, { reward: true }), { title: 'example' });

@@ -101,6 +101,16 @@ function report(
       return report(unwrap(at), path, firstIssue(inner.error.issues), input, context);
     }
   }
+  // A discriminated union's tag: one of its values (as validateOneOf says it).
+  const tags = (issue as { options?: unknown[] }).options;
+  if (issue.code === 'invalid_union' && 'discriminator' in issue && Array.isArray(tags)) {
+    throw new InvalidArgumentError({
+      parameter,
+      ...(functionName === undefined ? {} : { functionName }),
+      value,
+      expected: `one of ${tags.map((tag) => `'${String(tag)}'`).join(', ')}`,
+    });
+  }
   if (issue.code === 'invalid_union' && at !== undefined && issue.errors.length > 0) {
     const branch = branchOf(issue);
     const branches = (unwrap(at) as unknown as { _zod: { def: { options?: Schema[] } } })._zod.def
@@ -118,7 +128,7 @@ function report(
     assertKnownKeys(value as object, {
       parameter,
       ...(functionName === undefined ? {} : { functionName }),
-      known: Object.keys(shapeOf(at ?? base) ?? {}),
+      known: Object.keys(shapeOf(at ?? base, value) ?? {}),
       ...(aliases === undefined || path.length > 0 ? {} : { aliases }),
     });
   }

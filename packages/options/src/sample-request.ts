@@ -3,7 +3,9 @@ import type * as z from 'zod/mini';
 import { custom, optional } from './fields.js';
 
 type Key = (typeof SAMPLE_REQUEST_KEYS)[number];
-type PassThrough<K extends Key> = z.ZodMiniOptional<z.ZodMiniCustom<SampleRequest[K]>>;
+type PassThrough<K extends Key> = z.ZodMiniOptional<
+  z.ZodMiniCustom<SampleRequest[K], SampleRequest[K]>
+>;
 
 /**
  * The fields of core's `SampleRequest` (in `SAMPLE_REQUEST_KEYS` order) less `omit`, each passed

@@ -1,5 +1,5 @@
 import { defaultText, descriptions, expectedText, type Schema } from './fields.js';
-import { defaultOf, layers, shapeOf } from './introspect.js';
+import { defaultOf, layers, shapeOf, unwrap } from './introspect.js';
 
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
@@ -42,13 +42,55 @@ export function fieldSummary(field: Schema): FieldSummary {
   };
 }
 
-function rows(schema: Schema, prefix: string): string[] {
+type UnionDef = {
+  type: string;
+  options?: Schema[];
+  discriminator?: string;
+};
+
+const defOf = (schema: Schema) => (schema as unknown as { _zod: { def: UnionDef } })._zod.def;
+const tagsOf = (branch: Schema, key: string): unknown[] => [
+  ...((branch as unknown as { _zod: { propValues?: Record<string, Set<unknown>> } })._zod
+    .propValues?.[key] ?? []),
+];
+
+function row(name: string, summary: FieldSummary): string {
+  const { takes, shownDefault, description } = summary;
+  return `| \`${name}\` | ${cell(takes)} | ${cell(shownDefault)} | ${cell(description)} |`;
+}
+
+function rows(shape: Record<string, Schema>, prefix: string, when = ''): string[] {
   const out: string[] = [];
-  for (const [key, field] of Object.entries(shapeOf(schema) ?? {})) {
+  for (const [key, field] of Object.entries(shape)) {
     const name = `${prefix}${key}`;
-    const { takes, shownDefault, description } = fieldSummary(field);
-    out.push(`| \`${name}\` | ${cell(takes)} | ${cell(shownDefault)} | ${cell(description)} |`);
-    if (shapeOf(field) !== undefined) out.push(...rows(field, `${name}.`));
+    const summary = fieldSummary(field);
+    out.push(row(name, { ...summary, description: `${when}${summary.description}` }));
+    const def = defOf(unwrap(field));
+    if (def.type === 'union' && def.discriminator !== undefined) {
+      out.push(...unionRows(def, `${name}.`));
+    } else if (shapeOf(field) !== undefined) {
+      out.push(...rows(shapeOf(field)!, `${name}.`));
+    }
+  }
+  return out;
+}
+
+/** A discriminated union: its tag, then each branch's other fields, marked with their tag. */
+function unionRows(def: UnionDef, prefix: string): string[] {
+  const tag = def.discriminator!;
+  const branches = def.options ?? [];
+  const tags = branches.flatMap((branch) => tagsOf(branch, tag));
+  const out = [
+    row(`${prefix}${tag}`, {
+      takes: `one of ${tags.map((value) => `'${String(value)}'`).join(', ')}`,
+      shownDefault: 'required',
+      description: 'Which kind; the fields below depend on it.',
+    }),
+  ];
+  for (const branch of branches) {
+    const { [tag]: _tag, ...fields } = shapeOf(branch) ?? {};
+    const when = `With \`${tag}: '${tagsOf(branch, tag).map(String).join("' | '")}'\`: `;
+    out.push(...rows(fields, prefix, when));
   }
   return out;
 }
@@ -61,7 +103,7 @@ export function optionsTable(schema: Schema): string {
   return [
     '| option | takes | default | description |',
     '| --- | --- | --- | --- |',
-    ...rows(schema, ''),
+    ...rows(shapeOf(schema) ?? {}, ''),
   ].join('\n');
 }
 

@@ -1,10 +1,20 @@
-import { extend, literal, omit, optional, strictObject, string, union, unknown } from 'zod/mini';
+import * as mini from 'zod/mini';
 
 /**
  * The zod/mini constructors the packages use beside the option fields, so that this package holds
  * the only run-time copy of zod (bundled into its build: no zod module graph to load at import).
  */
-export const zod = { extend, literal, omit, optional, strictObject, string, union, unknown };
+export const zod = {
+  discriminatedUnion: mini.discriminatedUnion,
+  extend: mini.extend,
+  literal: mini.literal,
+  omit: mini.omit,
+  optional: mini.optional,
+  strictObject: mini.strictObject,
+  string: mini.string,
+  union: mini.union,
+  unknown: mini.unknown,
+};
 
 export type {
   /** What a caller may write for an options schema (defaults optional). */

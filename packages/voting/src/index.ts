@@ -45,7 +45,13 @@ export type {
   StopStrategy,
   VoteOptions,
 } from './sampling/sampled-vote.js';
-export { adaptiveVote, vote } from './sampling/sampled-vote.js';
+export {
+  ADAPTIVE_VOTE_OPTIONS,
+  adaptiveVote,
+  SAMPLING_SCHEMA,
+  VOTE_OPTIONS,
+  vote,
+} from './sampling/sampled-vote.js';
 export { betaStopProbability, dirichletStopProbability } from './sampling/stopping.js';
 export { VERSION } from './version.js';
 export { defaultEquals, defaultExtract } from './vote/defaults.js';
