@@ -10,6 +10,7 @@ export const zod = {
   literal: mini.literal,
   omit: mini.omit,
   optional: mini.optional,
+  partial: mini.partial,
   strictObject: mini.strictObject,
   string: mini.string,
   union: mini.union,

@@ -40,6 +40,7 @@ import {
   modelName,
   resolveModelSource,
   SERVED_MODEL_KEYS,
+  SERVED_MODEL_SCHEMA,
   samplerOf,
 } from '../model/served-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
@@ -145,6 +146,7 @@ const spec: ConfigSpec = {
   },
   required: ['teacher', 'student', 'dataset', 'rewards', 'outputDir'],
   schemas: {
+    teacher: SERVED_MODEL_SCHEMA,
     traces: TRACES_SCHEMA,
     filter: FILTER_TRACES_OPTIONS.schema,
     loss: LOSS_SCHEMA,

@@ -85,6 +85,14 @@ describe('config JSON Schemas', () => {
     expect(valid('distill', { ...base, filter: { dedupeThreshold: false, maxPerPrompt: 2 } })).toBe(
       true,
     );
+    // a served model: @rlvr/openai's options (each optional: --base-url may give baseURL)
+    expect(valid('generate', { model: 'Qwen/Qwen3-0.6B', maxNewTokens: 8 })).toBe(true);
+    expect(valid('generate', { model: { model: 'm', concurrency: 4, server: 'vllm' } })).toBe(true);
+    expect(valid('generate', { model: { model: 'm', concurrency: 0 } })).toBe(false);
+    expect(valid('generate', { model: { model: 'm', api: 'responses' } })).toBe(false);
+    expect(valid('distill', { ...base, teacher: { baseURL: 'http://x/v1', modle: 'm' } })).toBe(
+      false,
+    );
     expect(valid('sft', { epochs: 0 })).toBe(false);
     expect(valid('sft', { epochs: 2, seed: 3, pack: true })).toBe(true);
   });
