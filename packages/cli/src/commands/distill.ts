@@ -51,6 +51,7 @@ import {
   loopSettings,
   POLICY_TRAINER_KEYS,
   STUDENT_DEFAULTS,
+  STUDENT_KEYS_HELP,
   STUDENT_LOOP_DEFAULTS,
   STUDENT_SCHEMAS,
   trainStudent,
@@ -215,8 +216,7 @@ filter (@rlvr/distill filterTraces):
 ${keysHelp('filter.', FILTER_TRACES_OPTIONS.schema).join('\n')}
 loss (@rlvr/distill distillStudent):
 ${keysHelp('loss.', LOSS_SCHEMA).join('\n')}
-student (@rlvr/distill distillStudent):
-${keysHelp('', DISTILL_STUDENT_OPTIONS.schema, { keys: DISTILL_STUDENT_KEYS, defaults: STUDENT_LOOP_DEFAULTS }).join('\n')}`,
+${STUDENT_KEYS_HELP}`,
   example: `rlvr distill --config distill.yaml --set traces.k=8
 # distill.yaml
 teacher: runs/grpo

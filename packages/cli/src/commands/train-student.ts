@@ -26,6 +26,7 @@ import {
   SCHEDULE_DEFAULTS,
   TRAINER_DEFAULTS,
 } from '@rlvr/trainer';
+import { keysHelp } from '../config/config-schema.js';
 import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
 import { openSinks, parseReportTo, SINK_FILES, sequentialWriter } from '../logging/sinks.js';
@@ -94,6 +95,10 @@ export const STUDENT_DEFAULTS = Object.freeze({
   optimizer: ADAMW_DEFAULTS,
   maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
 });
+
+/** `--help` lines of the student keys (sft, distill): what each takes and its default, from the schema. */
+export const STUDENT_KEYS_HELP = `student (@rlvr/distill distillStudent):
+${keysHelp('', DISTILL_STUDENT_OPTIONS.schema, { keys: DISTILL_STUDENT_KEYS, defaults: STUDENT_LOOP_DEFAULTS }).join('\n')}`;
 
 /** The distillStudent option schemas of {@link DISTILL_STUDENT_KEYS} (for the config's JSON Schema). */
 export const STUDENT_SCHEMAS: Readonly<Record<string, Schema>> = Object.fromEntries(

@@ -2,11 +2,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DISTILL_STUDENT_OPTIONS, FILTER_TRACES_OPTIONS } from '@rlvr/distill';
+import { fieldSummary, type Schema, shapeOf } from '@rlvr/options';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { distillCommand } from '../commands/distill.js';
+import { distillCommand, FILTER_KEYS, TRACES_KEYS, TRACES_SCHEMA } from '../commands/distill.js';
 import { schemaModeline } from '../commands/init.js';
+import { DISTILL_STUDENT_KEYS } from '../commands/train-student.js';
 import { cli } from '../test/run-captured.js';
 import { CONFIG_COMMANDS, configJsonSchemas, SCHEMAS_DIR } from './config-schemas.js';
 
@@ -105,5 +108,29 @@ describe('config JSON Schemas', () => {
       default: 8,
       description: 'Prompts per sampler call.',
     });
+  });
+
+  it('should list every package key of sft and distill in --help with what it takes, from the schemas', async () => {
+    const distillHelp = (await cli('distill', '--help')).stdout;
+    const sftHelp = (await cli('sft', '--help')).stdout;
+    const lines = (prefix: string, schema: Schema, keys: readonly string[]) =>
+      keys.map((key) => {
+        const { takes } = fieldSummary(shapeOf(schema)![key]!);
+        return new RegExp(`\\n  ${prefix}${key} +${takes.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
+      });
+    for (const line of [
+      ...lines('traces.', TRACES_SCHEMA, TRACES_KEYS),
+      ...lines('filter.', FILTER_TRACES_OPTIONS.schema, FILTER_KEYS),
+      ...lines('', DISTILL_STUDENT_OPTIONS.schema, DISTILL_STUDENT_KEYS),
+    ]) {
+      expect(distillHelp).toMatch(line);
+    }
+    for (const line of lines('', DISTILL_STUDENT_OPTIONS.schema, DISTILL_STUDENT_KEYS)) {
+      expect(sftHelp).toMatch(line);
+    }
+    expect(distillHelp).toMatch(
+      /\n {2}filter\.dedupeThreshold +a finite number in \(0, 1\]; default 0\.9\n/,
+    );
+    expect(sftHelp).toMatch(/\n {2}epochs +an integer >= 1; default 3 \(the CLI's\)\n/);
   });
 });
