@@ -32,6 +32,7 @@ export {
 } from './validation/options.js';
 export type { ArgumentContext } from './validation/validate.js';
 export {
+  describeRange,
   validateFiniteArray,
   validateInteger,
   validateNullableFiniteArray,

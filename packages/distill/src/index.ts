@@ -6,6 +6,7 @@ export type {
 export {
   FILTER_TRACES_DEFAULTS,
   FILTER_TRACES_OPTION_KEYS,
+  FILTER_TRACES_OPTIONS,
   filterTraces,
 } from './filter/filter-traces.js';
 export type { DistillDivergence, TopKLogprobs } from './losses/divergences.js';
@@ -28,6 +29,7 @@ export type {
 export {
   GENERATE_TRACES_DEFAULTS,
   GENERATE_TRACES_OPTION_KEYS,
+  GENERATE_TRACES_OPTIONS,
 } from './traces/generate-traces-options.js';
 export type { TokenizeTracesOptions } from './traces/tokenize-traces.js';
 export { tokenizeTraces } from './traces/tokenize-traces.js';
@@ -37,6 +39,7 @@ export type { PromptRecord, TraceRecord } from './traces/trace-record.js';
 export type { DistillCheckpoint } from './train/distill-checkpoint.js';
 export { loadDistillCheckpoint, saveDistillCheckpoint } from './train/distill-checkpoint.js';
 export type {
+  DistillEvaluate,
   DistillLoss,
   DistillPosition,
   DistillStepRecord,
@@ -44,8 +47,10 @@ export type {
   DistillStudentResult,
 } from './train/distill-options.js';
 export {
+  DISTILL_LOSS_SCHEMA,
   DISTILL_STUDENT_DEFAULTS,
   DISTILL_STUDENT_OPTION_KEYS,
+  DISTILL_STUDENT_OPTIONS,
 } from './train/distill-options.js';
 export { distillStudent } from './train/distill-student.js';
 export { assertSharedTokenizer } from './train/shared-tokenizer.js';

@@ -16,6 +16,7 @@ export {
   MANAGED_BODY_FIELDS,
   OPENAI_SAMPLER_DEFAULTS,
   OPENAI_SAMPLER_OPTION_KEYS,
+  OPENAI_SAMPLER_OPTIONS,
 } from './options.js';
 export { promptSeed } from './request.js';
 export type { TransportStats } from './transport.js';

@@ -1,10 +1,16 @@
+import { InvalidArgumentError, rejectIneffective } from '@rlvr/core';
 import {
-  InvalidArgumentError,
-  rejectIneffective,
-  validateInteger,
-  validateOneOf,
-  validateOptions,
-} from '@rlvr/core';
+  asserted,
+  boolean,
+  defineOptions,
+  integer,
+  type OptionsInput,
+  oneOf,
+  optional,
+  required,
+  text,
+  withDefault,
+} from '@rlvr/options';
 
 /** Which OpenAI endpoint samples: `/v1/completions` (raw text or token-id prompts) or `/v1/chat/completions`. */
 export type OpenAIApi = 'completions' | 'chat';
@@ -31,74 +37,113 @@ export type NStrategy = 'auto' | 'n' | 'parallel';
  */
 export type LogprobsMode = 'raw_logprobs' | 'processed_logprobs';
 
-/** Options of {@link createOpenAISampler}. */
-export type OpenAISamplerOptions = {
-  /** Base URL of the OpenAI-compatible API, e.g. `http://127.0.0.1:8000/v1`. */
-  baseURL: string;
-  /** The model name the server serves (the request's `model`). */
-  model: string;
-  /** Which endpoint samples. */
-  api: OpenAIApi;
-  /** Bearer token (default: the `OPENAI_API_KEY` environment variable, else `'EMPTY'`, as vLLM's docs use). */
-  apiKey?: string;
-  /** Default `'auto'`. */
-  server?: ServerKind;
-  /** Default `'auto'`. */
-  nStrategy?: NStrategy;
-  /** Most HTTP requests in flight at once, across prompts and calls of this sampler (default 8). */
-  concurrency?: number;
-  /** Retries of a request that got 408 / 409 / 429 / 5xx / a timeout / no connection (default 5; `Retry-After` honoured, else exponential backoff with jitter). */
-  maxRetries?: number;
-  /** Per-attempt request timeout in milliseconds (default 600,000, the `openai` client's). */
-  timeoutMs?: number;
-  /** Default `'raw_logprobs'`. */
-  logprobsMode?: LogprobsMode;
-  /**
-   * Vouch that the server's logprobs are the behaviour logprobs of each draw (`Completion.behaviourLogprobs: true`):
-   * only with `logprobsMode: 'processed_logprobs'`, or for requests at temperature 1 without
-   * filtering or penalty. Default false: served logprobs are not used as behaviour logprobs.
-   */
-  behaviourLogprobs?: boolean;
-  /** Ask for per-token logprobs (and so token ids) on every request (default true; false for servers that refuse logprobs, e.g. OpenAI's reasoning models: completions are then text only). */
-  logprobs?: boolean;
-  /** Extra JSON fields merged into every request body (server-specific options, e.g. `{ chat_template_kwargs: { enable_thinking: false } }`); fields this sampler sets are refused. */
-  extraBody?: Record<string, unknown>;
-  /** Extra HTTP headers of every request. */
-  headers?: Record<string, string>;
-  /** Name for logs and rollouts (default `model`). */
-  modelId?: string;
-};
+const NAME = 'createOpenAISampler';
+const SERVERS = [
+  'auto',
+  'vllm',
+  'sglang',
+  'llama-server',
+  'openai',
+  'generic',
+] as const satisfies readonly ServerKind[];
+const nonEmpty = () => text('a non-empty string');
+
+/**
+ * The options of {@link createOpenAISampler}, declared once: {@link OpenAISamplerOptions},
+ * {@link OPENAI_SAMPLER_OPTION_KEYS}, {@link OPENAI_SAMPLER_DEFAULTS}, the validation and the
+ * README table come from it.
+ */
+export const OPENAI_SAMPLER_OPTIONS = defineOptions(
+  {
+    baseURL: required(
+      asserted<string>(assertBaseURL, 'an absolute URL such as http://127.0.0.1:8000/v1'),
+      'The endpoint, e.g. `http://127.0.0.1:8000/v1`.',
+    ),
+    model: required(nonEmpty(), "The model name the server serves (the request's `model`)."),
+    api: required(
+      oneOf(['completions', 'chat'] as const satisfies readonly OpenAIApi[]),
+      "`'completions'` (text or token-id prompts) or `'chat'` (a text prompt is one user message; the server applies its chat template).",
+    ),
+    apiKey: optional(nonEmpty(), {
+      description: 'Bearer token.',
+      defaultText: "the `OPENAI_API_KEY` environment variable, else `'EMPTY'` (as vLLM's docs use)",
+    }),
+    server: withDefault(
+      oneOf(SERVERS),
+      'auto',
+      "Which server-specific fields to send: `'vllm'`, `'sglang'`, `'llama-server'`, `'openai'`, `'generic'`; `'auto'` reads `owned_by` of `GET /models` once (`vllm`, `sglang`, `llamacpp`, `openai`/`system`); anything else, or no `/models`, is `'generic'`.",
+    ),
+    nStrategy: withDefault(
+      oneOf(['auto', 'n', 'parallel'] as const satisfies readonly NStrategy[]),
+      'auto',
+      "`'n'`: one request with `n` per prompt; `'parallel'`: `n` requests with `n: 1`; `'auto'`: `n` until the server refuses it once (\"Only one completion choice is allowed\", llama-server before Dec 2025), then parallel for the sampler's life (`sampler.nStrategy` says which); a first answer with one choice for `n` > 1 (a server that ignores `n`: Ollama) also switches, the probe's sample dropped and asked again with the same seed.",
+    ),
+    concurrency: withDefault(
+      integer({ min: 1 }),
+      8,
+      'HTTP requests in flight, across the prompts and calls of the sampler.',
+    ),
+    maxRetries: withDefault(
+      integer({ min: 0, max: 100 }),
+      5,
+      "The `openai` client's retries (408 / 409 / 429 / 5xx, timeouts, refused connections; `Retry-After` / `retry-after-ms` honoured, else 0.5 s · 2^i, at most 8 s, minus up to 25% jitter).",
+    ),
+    timeoutMs: withDefault(
+      integer({ min: 1 }),
+      600_000,
+      "Per-attempt request timeout in milliseconds (the `openai` client's default).",
+    ),
+    logprobsMode: withDefault(
+      oneOf(['raw_logprobs', 'processed_logprobs'] as const satisfies readonly LogprobsMode[]),
+      'raw_logprobs',
+      "What the server's logprobs are of: vLLM's `--logprobs-mode` (its default `raw_logprobs`: `log softmax(logits)` before temperature, penalties and filtering; llama-server without `post_sampling_probs` is the same) or `'processed_logprobs'` (after them).",
+    ),
+    behaviourLogprobs: withDefault(
+      boolean(),
+      false,
+      "Vouch that the server's logprobs are the draw's behaviour logprobs (`Completion.behaviourLogprobs: true`); allowed with `processed_logprobs`, or at temperature 1 without filtering or penalty.",
+    ),
+    logprobs: withDefault(
+      boolean(),
+      true,
+      "Ask for per-token logprobs (and so token ids); false for servers that refuse them (OpenAI's reasoning models): completions are then text only.",
+    ),
+    extraBody: optional(
+      asserted<Record<string, unknown>>(assertExtraBody, 'a plain object'),
+      'Extra JSON fields of every request (`chat_template_kwargs`, `guided_json`, …); a field the sampler sets from the `SampleRequest` (`n`, `seed`, `temperature`, `top_k`, `logprobs`, `stop`, …) is refused by name.',
+    ),
+    headers: optional(
+      asserted<Record<string, string>>(assertHeaders, 'a plain object'),
+      'Extra HTTP headers of every request.',
+    ),
+    modelId: optional(nonEmpty(), {
+      description: 'Name for logs and rollouts.',
+      defaultText: '`model`',
+    }),
+  },
+  {
+    parameter: 'options',
+    functionName: NAME,
+    aliases: {
+      base_url: 'baseURL',
+      baseUrl: 'baseURL',
+      api_key: 'apiKey',
+      extra_body: 'extraBody',
+      max_retries: 'maxRetries',
+      timeout: 'timeoutMs',
+      logprobs_mode: 'logprobsMode',
+    },
+  },
+);
+
+/** Options of {@link createOpenAISampler} (see {@link OPENAI_SAMPLER_OPTIONS} for each one). */
+export type OpenAISamplerOptions = OptionsInput<typeof OPENAI_SAMPLER_OPTIONS.schema>;
 
 /** Every key {@link createOpenAISampler} accepts. */
-export const OPENAI_SAMPLER_OPTION_KEYS = [
-  'baseURL',
-  'model',
-  'api',
-  'apiKey',
-  'server',
-  'nStrategy',
-  'concurrency',
-  'maxRetries',
-  'timeoutMs',
-  'logprobsMode',
-  'behaviourLogprobs',
-  'logprobs',
-  'extraBody',
-  'headers',
-  'modelId',
-] as const satisfies readonly (keyof OpenAISamplerOptions)[];
+export const OPENAI_SAMPLER_OPTION_KEYS = OPENAI_SAMPLER_OPTIONS.keys;
 
 /** What an omitted option means. */
-export const OPENAI_SAMPLER_DEFAULTS = Object.freeze({
-  server: 'auto',
-  nStrategy: 'auto',
-  concurrency: 8,
-  maxRetries: 5,
-  timeoutMs: 600_000,
-  logprobsMode: 'raw_logprobs',
-  behaviourLogprobs: false,
-  logprobs: true,
-} as const);
+export const OPENAI_SAMPLER_DEFAULTS = OPENAI_SAMPLER_OPTIONS.defaults;
 
 /**
  * Body fields the sampler sets from the `SampleRequest` (or its own options); `extraBody` may not
@@ -134,8 +179,6 @@ export type ResolvedOptions = Required<
   headers: Record<string, string>;
 };
 
-const NAME = 'createOpenAISampler';
-
 function requireString(value: unknown, parameter: string): string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new InvalidArgumentError({
@@ -161,23 +204,8 @@ function plainRecord(value: unknown, parameter: string): Record<string, unknown>
   return value as Record<string, unknown>;
 }
 
-/** Checks every option (strict keys, types, combinations) and fills the defaults. */
-export function resolveOptions(input: unknown): ResolvedOptions {
-  const options = validateOptions<OpenAISamplerOptions>(input, {
-    parameter: 'options',
-    functionName: NAME,
-    known: OPENAI_SAMPLER_OPTION_KEYS,
-    aliases: {
-      base_url: 'baseURL',
-      baseUrl: 'baseURL',
-      api_key: 'apiKey',
-      extra_body: 'extraBody',
-      max_retries: 'maxRetries',
-      timeout: 'timeoutMs',
-      logprobs_mode: 'logprobsMode',
-    },
-  });
-  const baseURL = requireString(options.baseURL, 'options.baseURL');
+function assertBaseURL(value: unknown): void {
+  const baseURL = requireString(value, 'options.baseURL');
   try {
     new URL(baseURL);
   } catch (cause) {
@@ -189,73 +217,10 @@ export function resolveOptions(input: unknown): ResolvedOptions {
       cause,
     });
   }
-  const model = requireString(options.model, 'options.model');
-  const api = validateOneOf(options.api, ['completions', 'chat'], {
-    parameter: 'options.api',
-    functionName: NAME,
-  });
-  const apiKey =
-    options.apiKey === undefined
-      ? (process.env.OPENAI_API_KEY ?? 'EMPTY')
-      : requireString(options.apiKey, 'options.apiKey');
-  const d = OPENAI_SAMPLER_DEFAULTS;
-  const server = validateOneOf(
-    options.server ?? d.server,
-    ['auto', 'vllm', 'sglang', 'llama-server', 'openai', 'generic'],
-    { parameter: 'options.server', functionName: NAME },
-  );
-  const nStrategy = validateOneOf(options.nStrategy ?? d.nStrategy, ['auto', 'n', 'parallel'], {
-    parameter: 'options.nStrategy',
-    functionName: NAME,
-  });
-  const concurrency = validateInteger(options.concurrency ?? d.concurrency, {
-    parameter: 'options.concurrency',
-    functionName: NAME,
-    min: 1,
-  });
-  const maxRetries = validateInteger(options.maxRetries ?? d.maxRetries, {
-    parameter: 'options.maxRetries',
-    functionName: NAME,
-    min: 0,
-    max: 100,
-  });
-  const timeoutMs = validateInteger(options.timeoutMs ?? d.timeoutMs, {
-    parameter: 'options.timeoutMs',
-    functionName: NAME,
-    min: 1,
-  });
-  const logprobsMode = validateOneOf(
-    options.logprobsMode ?? d.logprobsMode,
-    ['raw_logprobs', 'processed_logprobs'],
-    { parameter: 'options.logprobsMode', functionName: NAME },
-  );
-  const booleanOption = (value: unknown, fallback: boolean, parameter: string) => {
-    if (value === undefined) return fallback;
-    if (typeof value !== 'boolean') {
-      throw new InvalidArgumentError({
-        parameter,
-        functionName: NAME,
-        value,
-        expected: 'a boolean',
-      });
-    }
-    return value;
-  };
-  const logprobs = booleanOption(options.logprobs, d.logprobs, 'options.logprobs');
-  const behaviourLogprobs = booleanOption(
-    options.behaviourLogprobs,
-    d.behaviourLogprobs,
-    'options.behaviourLogprobs',
-  );
-  if (behaviourLogprobs && !logprobs) {
-    rejectIneffective({
-      parameter: 'options.behaviourLogprobs',
-      value: true,
-      because: 'options.logprobs is false (no logprobs are asked for)',
-      functionName: NAME,
-    });
-  }
-  const extraBody = plainRecord(options.extraBody, 'options.extraBody');
+}
+
+function assertExtraBody(value: unknown): void {
+  const extraBody = plainRecord(value, 'options.extraBody');
   for (const key of Object.keys(extraBody)) {
     if ((MANAGED_BODY_FIELDS as readonly string[]).includes(key)) {
       throw new InvalidArgumentError({
@@ -267,34 +232,37 @@ export function resolveOptions(input: unknown): ResolvedOptions {
       });
     }
   }
-  const headers = plainRecord(options.headers, 'options.headers');
-  for (const [key, value] of Object.entries(headers)) {
-    if (typeof value !== 'string') {
+}
+
+function assertHeaders(value: unknown): void {
+  for (const [key, header] of Object.entries(plainRecord(value, 'options.headers'))) {
+    if (typeof header !== 'string') {
       throw new InvalidArgumentError({
         parameter: `options.headers.${key}`,
         functionName: NAME,
-        value,
+        value: header,
         expected: 'a string',
       });
     }
   }
-  const modelId =
-    options.modelId === undefined ? model : requireString(options.modelId, 'options.modelId');
+}
+
+/** Checks every option (strict keys, types, combinations) and fills the defaults. */
+export function resolveOptions(input: unknown): ResolvedOptions {
+  const options = OPENAI_SAMPLER_OPTIONS.parse(input);
+  if (options.behaviourLogprobs && !options.logprobs) {
+    rejectIneffective({
+      parameter: 'options.behaviourLogprobs',
+      value: true,
+      because: 'options.logprobs is false (no logprobs are asked for)',
+      functionName: NAME,
+    });
+  }
   return {
-    baseURL,
-    model,
-    api,
-    apiKey,
-    server,
-    nStrategy,
-    concurrency,
-    maxRetries,
-    timeoutMs,
-    logprobsMode,
-    behaviourLogprobs,
-    logprobs,
-    extraBody,
-    headers: headers as Record<string, string>,
-    modelId,
+    ...options,
+    apiKey: options.apiKey ?? process.env.OPENAI_API_KEY ?? 'EMPTY',
+    extraBody: options.extraBody ?? {},
+    headers: options.headers ?? {},
+    modelId: options.modelId ?? options.model,
   };
 }

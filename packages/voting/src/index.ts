@@ -11,7 +11,9 @@ export { parseRecords } from './cli/run-cli.js';
 export type { ConfidenceMeasure, TraceConfidenceOptions } from './confidence/confidence.js';
 export {
   CONFIDENCE_DEFAULTS,
+  CONFIDENCE_FIELDS,
   groupConfidences,
+  TRACE_CONFIDENCE_OPTIONS,
   tokenConfidences,
   traceConfidence,
 } from './confidence/confidence.js';
@@ -21,7 +23,7 @@ export type {
   ConfidenceVoteResult,
   ConfidenceWeighting,
 } from './confidence/confidence-vote.js';
-export { confidenceVote } from './confidence/confidence-vote.js';
+export { CONFIDENCE_VOTE_OPTIONS, confidenceVote } from './confidence/confidence-vote.js';
 export type {
   DeepConfOnlineOptions,
   DeepConfOnlineResult,
@@ -43,12 +45,22 @@ export type {
   StopStrategy,
   VoteOptions,
 } from './sampling/sampled-vote.js';
-export { adaptiveVote, vote } from './sampling/sampled-vote.js';
+export {
+  ADAPTIVE_VOTE_OPTIONS,
+  adaptiveVote,
+  SAMPLING_SCHEMA,
+  VOTE_OPTIONS,
+  vote,
+} from './sampling/sampled-vote.js';
 export { betaStopProbability, dirichletStopProbability } from './sampling/stopping.js';
 export { VERSION } from './version.js';
 export { defaultEquals, defaultExtract } from './vote/defaults.js';
 export type { MajorityVoteOptions } from './vote/majority-vote.js';
-export { majorityVote } from './vote/majority-vote.js';
+export {
+  MAJORITY_VOTE_DEFAULTS,
+  MAJORITY_VOTE_OPTIONS,
+  majorityVote,
+} from './vote/majority-vote.js';
 export type { BestOfNResult, ScoredVoteOptions, Scorer } from './vote/scored.js';
 export { bestOfN, scoredVote } from './vote/scored.js';
 export type {

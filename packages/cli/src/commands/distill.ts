@@ -8,20 +8,26 @@ import {
 } from '@rlvr/core';
 import {
   DISTILL_LOSS_DEFAULTS,
+  DISTILL_LOSS_SCHEMA,
+  DISTILL_STUDENT_DEFAULTS,
   type DistillLoss,
   FILTER_TRACES_DEFAULTS,
   FILTER_TRACES_OPTION_KEYS,
+  FILTER_TRACES_OPTIONS,
   type FilterTracesOptions,
   filterTraces,
   GENERATE_TRACES_DEFAULTS,
   GENERATE_TRACES_OPTION_KEYS,
+  GENERATE_TRACES_OPTIONS,
   generateTraces,
   readTraces,
   type TraceRecord,
   teacherFromModel,
   tokenizeTraces,
 } from '@rlvr/distill';
+import { defaultsOf, integer, schemaAt, withDefault, zod } from '@rlvr/options';
 import { createLlamaModel } from '@rlvr/trainer';
+import { keysHelp } from '../config/config-schema.js';
 import type { ConfigSpec, ResolvedConfig } from '../config/load-config.js';
 import { omitKeys } from '../config/option-keys.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
@@ -33,6 +39,7 @@ import {
   modelName,
   resolveModelSource,
   SERVED_MODEL_KEYS,
+  SERVED_MODEL_SCHEMA,
   samplerOf,
 } from '../model/served-model.js';
 import { resolveRewards } from '../rewards/resolve-rewards.js';
@@ -43,7 +50,9 @@ import {
   loopSettings,
   POLICY_TRAINER_KEYS,
   STUDENT_DEFAULTS,
+  STUDENT_KEYS_HELP,
   STUDENT_LOOP_DEFAULTS,
+  STUDENT_SCHEMAS,
   trainStudent,
 } from './train-student.js';
 
@@ -73,6 +82,30 @@ export const FILTER_KEYS = FILTER_TRACES_OPTION_KEYS;
  * no default). This is its only definition; `--help` and the README show it.
  */
 export const CLI_TRACES_DEFAULTS = Object.freeze({ k: 4 } as const);
+/**
+ * What `traces` takes: generateTraces' options schema less the keys the CLI sets, with the CLI's
+ * `k` default. Its defaults are what `--print-config` shows; its JSON Schema is the config's.
+ */
+export const TRACES_SCHEMA = zod.extend(
+  zod.omit(
+    GENERATE_TRACES_OPTIONS.schema,
+    Object.fromEntries(TRACES_KEYS_SET_BY_CLI.map((key) => [key, true] as const)) as Record<
+      (typeof TRACES_KEYS_SET_BY_CLI)[number],
+      true
+    >,
+  ),
+  {
+    k: withDefault(
+      integer({ min: 1 }),
+      CLI_TRACES_DEFAULTS.k,
+      "Traces per prompt (the CLI's default: generateTraces requires it).",
+    ),
+  },
+);
+/** The `loss` key: distillStudent's `loss` schema less `teacher` (the CLI sets it for logits). */
+const LOSS_SCHEMA = zod.omit(DISTILL_LOSS_SCHEMA, { teacher: true });
+// No seed: filterTraces uses it with prefer: 'random' only (elsewhere it is INEFFECTIVE_OPTION).
+const { seed: _seed, ...FILTER_CONFIG_DEFAULTS } = FILTER_TRACES_DEFAULTS;
 /** The traces file in the run folder. */
 export const TRACES_FILE = 'traces.jsonl';
 
@@ -101,29 +134,24 @@ const spec: ConfigSpec = {
     traces: TRACES_KEYS,
     filter: FILTER_KEYS,
   },
+  // traces.k is the CLI's (generateTraces requires it); every other value is the package's
+  // own default, read from its schema, so --print-config shows what applies.
   defaults: {
-    // traces.k is the CLI's (generateTraces requires it: CLI_TRACES_DEFAULTS); every other value
-    // is the package's own default, read from its constant, so --print-config shows what applies.
-    traces: {
-      k: CLI_TRACES_DEFAULTS.k,
-      acceptThreshold: GENERATE_TRACES_DEFAULTS.acceptThreshold,
-      batchSize: GENERATE_TRACES_DEFAULTS.batchSize,
-      keepLogprobs: GENERATE_TRACES_DEFAULTS.keepLogprobs,
-      sampling: GENERATE_TRACES_DEFAULTS.sampling,
-    },
-    // No maxPerPrompt / maxTokens: filterTraces keeps every accepted trace by default. seed is
-    // used only with prefer: 'random'.
-    filter: {
-      prefer: FILTER_TRACES_DEFAULTS.prefer,
-      dropTruncated: FILTER_TRACES_DEFAULTS.dropTruncated,
-      dedupeThreshold: FILTER_TRACES_DEFAULTS.dedupeThreshold,
-    },
-    loss: { type: 'sft' },
+    traces: defaultsOf(TRACES_SCHEMA),
+    filter: FILTER_CONFIG_DEFAULTS,
+    loss: DISTILL_STUDENT_DEFAULTS.loss,
     ...STUDENT_DEFAULTS,
     reportTo: ['jsonl'],
     backend: 'auto',
   },
   required: ['teacher', 'student', 'dataset', 'rewards', 'outputDir'],
+  schemas: {
+    teacher: SERVED_MODEL_SCHEMA,
+    traces: TRACES_SCHEMA,
+    filter: FILTER_TRACES_OPTIONS.schema,
+    loss: LOSS_SCHEMA,
+    ...STUDENT_SCHEMAS,
+  },
 };
 
 /**
@@ -170,11 +198,7 @@ export const distillCommand: Command = {
 served model { baseURL, model, api, … } or --base-url URL with teacher = its name: its traces are
 SFT on text, re-tokenized by the student's tokenizer, and a logits loss is refused), dataset (prompts and
 answers), rewards (the verifier: a trace is accepted when its weighted reward ≥
-traces.acceptThreshold), outputDir, traces (generateTraces: k, sampling { maxNewTokens,
-temperature, topP, …, seed }, acceptThreshold, batchSize, keepLogprobs), filter (filterTraces:
-maxPerPrompt, prefer, maxTokens, dropTruncated, dedupeThreshold), loss (distillStudent's:
-{type: sft}, or {type: logits, divergence: forward-kl|reverse-kl|jsd, beta?, temperature?,
-sftWeight?} against the teacher's distributions), epochs, batchSize, pack, seed, saveEvery, the
+traces.acceptThreshold), outputDir, traces, filter, loss, ${DISTILL_STUDENT_KEYS.join(', ')}, saveEvery, the
 PolicyTrainer keys (schedule, optimizer, maxGradNorm, …, lora for a LoRA student: the run then
 also writes adapter/ in PEFT's files), reportTo, backend, sampler. The traces
 go to outputDir/traces.jsonl (resumed when the teacher and settings are the same; another
@@ -182,7 +206,16 @@ teacher's file is refused without --overwrite).
 Defaults: traces.k ${CLI_TRACES_DEFAULTS.k}, epochs ${STUDENT_LOOP_DEFAULTS.epochs}, batchSize ${STUDENT_LOOP_DEFAULTS.batchSize} are the CLI's (the packages require them);
 every other default is the package's (filter: every accepted trace, no maxPerPrompt cap;
 traces.sampling.temperature ${GENERATE_TRACES_DEFAULTS.sampling.temperature}; a logits loss: beta ${DISTILL_LOSS_DEFAULTS.beta} (jsd only), temperature ${DISTILL_LOSS_DEFAULTS.temperature},
-sftWeight ${DISTILL_LOSS_DEFAULTS.sftWeight}); --print-config shows them.`,
+sftWeight ${DISTILL_LOSS_DEFAULTS.sftWeight}); --print-config shows them.
+
+traces (@rlvr/distill generateTraces, less the keys the CLI sets):
+${keysHelp('traces.', TRACES_SCHEMA).join('\n')}
+${keysHelp('traces.sampling.', schemaAt(TRACES_SCHEMA, ['sampling'])!).join('\n')}
+filter (@rlvr/distill filterTraces):
+${keysHelp('filter.', FILTER_TRACES_OPTIONS.schema).join('\n')}
+loss (@rlvr/distill distillStudent):
+${keysHelp('loss.', LOSS_SCHEMA).join('\n')}
+${STUDENT_KEYS_HELP}`,
   example: `rlvr distill --config distill.yaml --set traces.k=8
 # distill.yaml
 teacher: runs/grpo

@@ -3,7 +3,7 @@ import type { ConfigSpec } from '../config/load-config.js';
 import { DATASET_KEYS } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
 import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import { BASE_URL_FLAG, SERVED_MODEL_KEYS } from '../model/served-model.js';
+import { BASE_URL_FLAG, SERVED_MODEL_KEYS, SERVED_MODEL_SCHEMA } from '../model/served-model.js';
 import type { Command } from './command.js';
 import { sampleDataset } from './sample-dataset.js';
 import {
@@ -16,7 +16,12 @@ import {
 
 const spec: ConfigSpec = {
   known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
-  nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS, model: SERVED_MODEL_KEYS },
+  nested: {
+    dataset: DATASET_KEYS,
+    sampler: SAMPLER_KEYS,
+    model: SERVED_MODEL_KEYS,
+  },
+  schemas: { model: SERVED_MODEL_SCHEMA },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'out', 'maxNewTokens'],
 };

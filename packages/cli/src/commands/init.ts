@@ -10,6 +10,7 @@ import {
   parseLlamaConfig,
   saveCheckpoint,
 } from '@rlvr/model';
+import { SCHEMAS_DIR, writeConfigSchemas } from '../config/config-schemas.js';
 import { ConfigError } from '../errors/config-error.js';
 import type { Command } from './command.js';
 
@@ -22,9 +23,16 @@ export const INIT_FILES = [
   'data/train.jsonl',
   'data/test.jsonl',
   'model',
+  SCHEMAS_DIR,
 ] as const;
 
-const SFT_YAML = `# rlvr sft --config sft.yaml   (supervised warm-up: learn the answer format)
+/** The first line of a config `rlvr init` writes: editors with the YAML language server check it. */
+export function schemaModeline(command: string): string {
+  return `# yaml-language-server: $schema=${SCHEMAS_DIR}/${command}.schema.json`;
+}
+
+const SFT_YAML = `${schemaModeline('sft')}
+# rlvr sft --config sft.yaml   (supervised warm-up: learn the answer format)
 model: model
 dataset:
   path: data/train.jsonl
@@ -37,7 +45,8 @@ schedule: { learningRate: 0.01, schedule: cosine, warmupSteps: 2 }
 reportTo: [jsonl, csv, tensorboard]
 `;
 
-const GRPO_YAML = `# rlvr grpo --config grpo.yaml   (GRPO on the math verifier, from the SFT model)
+const GRPO_YAML = `${schemaModeline('grpo')}
+# rlvr grpo --config grpo.yaml   (GRPO on the math verifier, from the SFT model)
 model: runs/sft
 dataset:
   path: data/train.jsonl
@@ -56,7 +65,8 @@ sampler: { workers: 0 }
 reportTo: [jsonl, csv, tensorboard]
 `;
 
-const EVAL_YAML = `# rlvr eval --config eval.yaml   (pass@k / maj@k on held-out prompts)
+const EVAL_YAML = `${schemaModeline('eval')}
+# rlvr eval --config eval.yaml   (pass@k / maj@k on held-out prompts)
 model: runs/grpo
 dataset:
   path: data/test.jsonl
@@ -138,7 +148,9 @@ export const initCommand: Command = {
       help: '     write into a non-empty DIR (existing files still need --overwrite)',
     },
   },
-  details: `Writes ${INIT_FILES.join(', ')}. The first rlvr sft + rlvr grpo take about a minute on
+  details: `Writes ${INIT_FILES.join(', ')} (the JSON Schema of every command's config: the configs
+name theirs on their first line, so an editor with the YAML language server completes and checks
+the keys). The first rlvr sft + rlvr grpo take about a minute on
 two CPU cores. A non-empty DIR is refused without --force; a file of the same name is never
 replaced without --overwrite.`,
   example: `rlvr init my-project && cd my-project
@@ -185,6 +197,7 @@ rlvr report runs/grpo`,
     await writeFile(join(dir, 'grpo.yaml'), GRPO_YAML);
     await writeFile(join(dir, 'eval.yaml'), EVAL_YAML);
     await writeFile(join(dir, 'README.md'), README);
+    await writeConfigSchemas(join(dir, SCHEMAS_DIR));
     const model = tinyModel();
     await saveCheckpoint(join(dir, 'model'), model);
     context.io.stdout(

@@ -10,7 +10,9 @@ import {
   DISTILL_STUDENT_KEYS,
   POLICY_TRAINER_KEYS,
   STUDENT_DEFAULTS,
+  STUDENT_KEYS_HELP,
   STUDENT_LOOP_DEFAULTS,
+  STUDENT_SCHEMAS,
   trainStudent,
 } from './train-student.js';
 
@@ -33,6 +35,7 @@ const spec: ConfigSpec = {
     backend: 'auto',
   },
   required: ['model', 'dataset', 'outputDir'],
+  schemas: STUDENT_SCHEMAS,
 };
 
 /** Dataset rows as SFT traces: the completion tokens (then EOS) are the targets. */
@@ -75,7 +78,9 @@ warmupSteps, totalSteps: the run's steps when unset), optimizer, maxGradNorm, mi
 microBatchTokens, gradientCheckpointing, memoryLimitBytes, lora (PEFT's LoraConfig: r, alpha,
 dropout, targetModules, rslora, adapter: a PEFT adapter folder to continue from; the run then also
 writes adapter/), onNonFinite, maxConsecutiveSkips (their defaults are the packages'; --print-config shows them). The loss is token-mean cross-entropy on the completion tokens
-(and EOS). Writes outputDir/metrics.*, checkpoint/, model/ and rlvr-config.yaml.`,
+(and EOS). Writes outputDir/metrics.*, checkpoint/, model/ and rlvr-config.yaml.
+
+${STUDENT_KEYS_HELP}`,
   example: `rlvr sft --config sft.yaml --set epochs=3 --set schedule.learningRate=3e-3
 # sft.yaml
 model: model

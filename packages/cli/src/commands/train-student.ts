@@ -11,10 +11,12 @@ import type {
 import {
   DISTILL_STUDENT_DEFAULTS,
   DISTILL_STUDENT_OPTION_KEYS,
+  DISTILL_STUDENT_OPTIONS,
   distillStudent,
   loadDistillCheckpoint,
 } from '@rlvr/distill';
 import type { Checkpoint } from '@rlvr/model';
+import { type Schema, shapeOf } from '@rlvr/options';
 import {
   ADAMW_DEFAULTS,
   createLlamaModel,
@@ -24,6 +26,7 @@ import {
   SCHEDULE_DEFAULTS,
   TRAINER_DEFAULTS,
 } from '@rlvr/trainer';
+import { keysHelp } from '../config/config-schema.js';
 import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
 import { openSinks, parseReportTo, SINK_FILES, sequentialWriter } from '../logging/sinks.js';
@@ -80,27 +83,36 @@ export const STUDENT_LOOP_DEFAULTS = Object.freeze({ epochs: 3, batchSize: 8 } a
 /**
  * The settings `rlvr sft` and `rlvr distill` show (`--print-config`, `rlvr-config.yaml`) and pass
  * when a config gives none: {@link STUDENT_LOOP_DEFAULTS}, then the packages' own defaults, read
- * from their constants (@rlvr/distill `DISTILL_STUDENT_DEFAULTS`, @rlvr/trainer
+ * from their constants (@rlvr/distill `DISTILL_STUDENT_DEFAULTS` of the keys a config sets, @rlvr/trainer
  * `SCHEDULE_DEFAULTS`, `ADAMW_DEFAULTS`, `TRAINER_DEFAULTS.maxGradNorm`): what the run applies.
  * Settings whose default is "off" or that apply only in some combinations (`microBatchSize`,
  * `onNonFinite` / `maxConsecutiveSkips`, `saveEvery`: every run step count) are not listed.
  */
 export const STUDENT_DEFAULTS = Object.freeze({
   ...STUDENT_LOOP_DEFAULTS,
-  seed: DISTILL_STUDENT_DEFAULTS.seed,
-  pack: DISTILL_STUDENT_DEFAULTS.pack,
+  ...setValues(DISTILL_STUDENT_DEFAULTS, DISTILL_STUDENT_KEYS),
   schedule: SCHEDULE_DEFAULTS,
   optimizer: ADAMW_DEFAULTS,
   maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
 });
 
+/** `--help` lines of the student keys (sft, distill): what each takes and its default, from the schema. */
+export const STUDENT_KEYS_HELP = `student (@rlvr/distill distillStudent):
+${keysHelp('', DISTILL_STUDENT_OPTIONS.schema, { keys: DISTILL_STUDENT_KEYS, defaults: STUDENT_LOOP_DEFAULTS }).join('\n')}`;
+
+/** The distillStudent option schemas of {@link DISTILL_STUDENT_KEYS} (for the config's JSON Schema). */
+export const STUDENT_SCHEMAS: Readonly<Record<string, Schema>> = Object.fromEntries(
+  DISTILL_STUDENT_KEYS.map((key) => [key, shapeOf(DISTILL_STUDENT_OPTIONS.schema)![key]!]),
+);
+
 /** The run folder's distillation checkpoint (optimizer state and data position, for `--resume`). */
 export const STUDENT_CHECKPOINT_DIR = 'checkpoint';
 
 /** The values of `keys` that are set. */
-function setValues(values: Record<string, unknown>, keys: readonly string[]) {
+function setValues(values: object, keys: readonly string[]) {
   const out: Record<string, unknown> = {};
-  for (const key of keys) if (values[key] !== undefined) out[key] = values[key];
+  const from = values as Record<string, unknown>;
+  for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
   return out;
 }
 

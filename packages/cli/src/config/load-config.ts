@@ -7,6 +7,7 @@ import {
   RlvrError,
   stableStringify,
 } from '@rlvr/core';
+import type { Schema } from '@rlvr/options';
 import YAML from 'yaml';
 import { ConfigError } from '../errors/config-error.js';
 
@@ -22,6 +23,11 @@ export type ConfigSpec = {
   required: readonly string[];
   /** Wrong names mapped to the right one, for the "did you mean" hint only. */
   aliases?: Readonly<Record<string, string>>;
+  /**
+   * The packages' option schemas of the keys that are passed to them (`traces`: generateTraces'
+   * options less the keys the CLI sets), for the config's JSON Schema and `--help`.
+   */
+  schemas?: Readonly<Record<string, Schema>>;
 };
 
 /** A config after defaults, file and `--set` overrides, with where each top-level key came from. */

@@ -3,14 +3,25 @@ import type { Checkpoint, Tokenizer } from '@rlvr/model';
 import {
   createOpenAISampler,
   OPENAI_SAMPLER_OPTION_KEYS,
+  OPENAI_SAMPLER_OPTIONS,
   type OpenAISamplerOptions,
 } from '@rlvr/openai';
+import { zod } from '@rlvr/options';
 import type { FlagSpec } from '../commands/command.js';
 import { ConfigError } from '../errors/config-error.js';
 import { createSampler, loadModel } from './resolve-model.js';
 
 /** Keys of a served `model` (or `teacher`): @rlvr/openai's `createOpenAISampler` options. */
 export const SERVED_MODEL_KEYS = OPENAI_SAMPLER_OPTION_KEYS;
+/**
+ * What a `model` (or `teacher`) config value is, for the config's JSON Schema: a folder or a
+ * served model's name, or @rlvr/openai's options (each optional: `--base-url` gives `baseURL`,
+ * and `api` defaults to {@link BASE_URL_API} with it).
+ */
+export const SERVED_MODEL_SCHEMA = zod.union([
+  zod.string(),
+  zod.partial(OPENAI_SAMPLER_OPTIONS.schema),
+]);
 
 /** The `api` a served model given by `--base-url` uses (a `model: {…}` object names its own). */
 export const BASE_URL_API = 'completions' as const;

@@ -208,7 +208,12 @@ export function validateNullableFiniteArray(
   return values as (number | null)[];
 }
 
-function describeRange(
+/**
+ * The range part of an `expected` text as {@link validateInteger} and {@link validateNumber} write
+ * it (`an integer >= 1`, `a finite number in (0, 1]`), for validators built elsewhere that must
+ * say the same.
+ */
+export function describeRange(
   kind: string,
   min: number,
   max: number,

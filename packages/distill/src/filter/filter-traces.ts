@@ -1,58 +1,73 @@
+import { createRng, InvalidArgumentError, rejectIneffective } from '@rlvr/core';
 import {
-  createRng,
-  InvalidArgumentError,
-  rejectIneffective,
-  validateInteger,
-  validateNumber,
-  validateOneOf,
-  validateOptions,
-} from '@rlvr/core';
+  boolean,
+  defineOptions,
+  expectedText,
+  expecting,
+  integer,
+  number,
+  type OptionsInput,
+  oneOf,
+  optional,
+  withDefault,
+  zod,
+} from '@rlvr/options';
 import type { TraceRecord } from '../traces/trace-record.js';
 
-/** Options of {@link filterTraces}. */
-export type FilterTracesOptions = {
-  /** Keep at most this many accepted traces per prompt. Default: all. */
-  maxPerPrompt?: number;
-  /** Which accepted traces to keep first: `shorter` (fewest tokens; ties by sample index), `first`, `random`. Default `shorter`. */
-  prefer?: 'shorter' | 'first' | 'random';
-  /** Seed for `prefer: 'random'`. Default 0. */
-  seed?: number;
-  /** Drop traces longer than this many tokens. Default: no cap. */
-  maxTokens?: number;
-  /** Drop traces that hit the length cap (`finishReason: 'length'`). Default true. */
-  dropTruncated?: boolean;
-  /**
-   * Drop near-duplicates within a prompt: a trace whose word-trigram Jaccard similarity to an
-   * already kept trace is ≥ this. 1 drops exact duplicates only; `false` keeps everything.
-   * Default 0.9.
-   */
-  dedupeThreshold?: number | false;
-};
+const DEDUPE_RANGE = number({ min: 0, max: 1, exclusiveMin: true });
+
+/**
+ * The options of {@link filterTraces}, declared once: {@link FilterTracesOptions},
+ * {@link FILTER_TRACES_OPTION_KEYS}, {@link FILTER_TRACES_DEFAULTS}, the validation and the README
+ * table all come from it.
+ */
+export const FILTER_TRACES_OPTIONS = defineOptions(
+  {
+    maxPerPrompt: optional(integer({ min: 1 }), {
+      description: 'Keep at most this many accepted traces per prompt.',
+      defaultText: 'all',
+    }),
+    prefer: withDefault(
+      oneOf(['shorter', 'first', 'random']),
+      'shorter',
+      'Which accepted traces to keep first: `shorter` (fewest tokens; ties by sample index), `first`, `random`.',
+    ),
+    seed: withDefault(integer(), 0, {
+      description:
+        "Seed for `prefer: 'random'` (with another `prefer` it is an `INEFFECTIVE_OPTION`).",
+    }),
+    maxTokens: optional(integer({ min: 1 }), {
+      description: 'Drop traces longer than this many tokens.',
+      defaultText: 'no cap',
+    }),
+    dropTruncated: withDefault(
+      boolean(),
+      true,
+      "Drop traces that hit the length cap (`finishReason: 'length'`).",
+    ),
+    dedupeThreshold: withDefault(
+      expecting(zod.union([DEDUPE_RANGE, zod.literal(false)]), expectedText(DEDUPE_RANGE)!),
+      0.9,
+      'Drop near-duplicates within a prompt: a trace whose word-trigram Jaccard similarity to an already kept trace is ≥ this. 1 drops exact duplicates only; `false` keeps everything.',
+    ),
+  },
+  { parameter: 'options', functionName: 'filterTraces' },
+);
+
+/** Options of {@link filterTraces} (see {@link FILTER_TRACES_OPTIONS} for each one). */
+export type FilterTracesOptions = OptionsInput<typeof FILTER_TRACES_OPTIONS.schema>;
 
 /**
  * Every key of {@link FilterTracesOptions}: the keys `filterTraces` accepts (any other is an
- * `UNKNOWN_OPTION` error). Exported so that layers passing options through (the CLI) check
- * against the same list instead of a copy.
+ * `UNKNOWN_OPTION` error). Layers passing options through (the CLI) check against this list.
  */
-export const FILTER_TRACES_OPTION_KEYS = [
-  'maxPerPrompt',
-  'prefer',
-  'seed',
-  'maxTokens',
-  'dropTruncated',
-  'dedupeThreshold',
-] as const satisfies readonly (keyof FilterTracesOptions)[];
+export const FILTER_TRACES_OPTION_KEYS = FILTER_TRACES_OPTIONS.keys;
 
 /**
  * The defaults of `filterTraces`' options (`maxPerPrompt` and `maxTokens`: no cap). Layers that
  * show or pass these settings (the CLI's `--print-config`) use them instead of copies.
  */
-export const FILTER_TRACES_DEFAULTS = Object.freeze({
-  prefer: 'shorter',
-  seed: 0,
-  dropTruncated: true,
-  dedupeThreshold: 0.9,
-} as const);
+export const FILTER_TRACES_DEFAULTS = FILTER_TRACES_OPTIONS.defaults;
 
 /** Per-prompt line of the filter report. */
 export type PromptFilterStats = {
@@ -106,11 +121,7 @@ export function filterTraces(
   options: FilterTracesOptions = {},
 ): FilterTracesResult {
   const FN = 'filterTraces';
-  const raw = validateOptions<FilterTracesOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: FILTER_TRACES_OPTION_KEYS,
-  });
+  const parsed = FILTER_TRACES_OPTIONS.parse(options);
   if (!Array.isArray(traces)) {
     throw new InvalidArgumentError({
       parameter: 'traces',
@@ -119,50 +130,19 @@ export function filterTraces(
       expected: 'an array of trace records',
     });
   }
-  const maxPerPrompt =
-    raw.maxPerPrompt === undefined
-      ? Number.POSITIVE_INFINITY
-      : validateInteger(raw.maxPerPrompt, {
-          parameter: 'options.maxPerPrompt',
-          functionName: FN,
-          min: 1,
-        });
-  const prefer = validateOneOf(
-    raw.prefer ?? FILTER_TRACES_DEFAULTS.prefer,
-    ['shorter', 'first', 'random'],
-    {
-      parameter: 'options.prefer',
-      functionName: FN,
-    },
-  );
-  const maxTokens =
-    raw.maxTokens === undefined
-      ? Number.POSITIVE_INFINITY
-      : validateInteger(raw.maxTokens, {
-          parameter: 'options.maxTokens',
-          functionName: FN,
-          min: 1,
-        });
-  const dedupe =
-    raw.dedupeThreshold === false
-      ? false
-      : validateNumber(raw.dedupeThreshold ?? FILTER_TRACES_DEFAULTS.dedupeThreshold, {
-          parameter: 'options.dedupeThreshold',
-          functionName: FN,
-          min: 0,
-          max: 1,
-          exclusiveMin: true,
-        });
-  if (raw.seed !== undefined && prefer !== 'random') {
+  const { prefer, dropTruncated, seed } = parsed;
+  const maxPerPrompt = parsed.maxPerPrompt ?? Number.POSITIVE_INFINITY;
+  const maxTokens = parsed.maxTokens ?? Number.POSITIVE_INFINITY;
+  const dedupe = parsed.dedupeThreshold;
+  if ((options as FilterTracesOptions | undefined)?.seed !== undefined && prefer !== 'random') {
     rejectIneffective({
       parameter: 'options.seed',
-      value: raw.seed,
+      value: seed,
       because: `options.prefer is '${prefer}' (the seed only orders prefer: 'random')`,
       functionName: FN,
     });
   }
-  const dropTruncated = raw.dropTruncated ?? FILTER_TRACES_DEFAULTS.dropTruncated;
-  const rng = createRng(raw.seed ?? FILTER_TRACES_DEFAULTS.seed);
+  const rng = createRng(seed);
 
   const byPrompt = new Map<string, TraceRecord[]>();
   traces.forEach((trace, index) => {

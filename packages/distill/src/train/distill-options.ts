@@ -5,11 +5,27 @@ import {
   rejectIneffective,
   SAMPLE_REQUEST_DEFAULTS,
   type Sampler,
-  validateInteger,
-  validateNumber,
   validateOneOf,
-  validateOptions,
 } from '@rlvr/core';
+import {
+  asserted,
+  boolean,
+  custom,
+  defineOptions,
+  expecting,
+  func,
+  integer,
+  number,
+  type OptionsInput,
+  type OptionsOutput,
+  object,
+  oneOf,
+  optional,
+  required,
+  text,
+  withDefault,
+  zod,
+} from '@rlvr/options';
 import type { PolicyTrainer } from '@rlvr/trainer';
 import type { DistillDivergence } from '../losses/divergences.js';
 import { DISTILL_LOSS_DEFAULTS } from '../losses/loss-defaults.js';
@@ -40,58 +56,163 @@ export type DistillLoss =
 /** Where a resumed run starts: the `DistillStepRecord.position` of the last finished step. */
 export type DistillPosition = { epoch: number; offset: number; step: number };
 
-/** Options of {@link distillStudent}. */
-export type DistillStudentOptions = {
-  /** A `PolicyTrainer` wrapping the student model (it owns the optimizer and schedule). */
-  trainer: PolicyTrainer;
-  /** The verified traces to learn from (e.g. `filterTraces(...).kept`). */
-  traces: readonly TraceRecord[];
-  /** Encodes a prompt for traces without recorded `promptTokenIds` (shared tokenizer). */
-  encodePrompt?: (prompt: string) => number[];
+export const FN = 'distillStudent';
+const LOGITS_ONLY = ['divergence', 'beta', 'temperature', 'teacher', 'sftWeight'] as const;
+const jsdOnly = `\`${DISTILL_LOSS_DEFAULTS.beta}\` (with \`divergence: 'jsd'\`)`;
+
+/** The `loss` option of {@link distillStudent} (its cross-field rules are in `validateDistillOptions`). */
+export const DISTILL_LOSS_SCHEMA = object({
+  type: required(
+    oneOf(['sft', 'logits']),
+    '`sft` (cross-entropy on the teacher tokens) or `logits`.',
+  ),
+  divergence: optional(oneOf(['forward-kl', 'reverse-kl', 'jsd']), {
+    description: "The logit loss's divergence (required with `type: 'logits'`).",
+    defaultText: 'required with logits',
+  }),
+  beta: optional(number({ min: 0, max: 1 }), {
+    description: "JSD β (TRL GKD's `beta`), only with `divergence: 'jsd'`.",
+    defaultText: jsdOnly,
+  }),
+  temperature: optional(number({ min: 0, exclusiveMin: true }), {
+    description: 'Softmax temperature for both sides.',
+    defaultText: `\`${DISTILL_LOSS_DEFAULTS.temperature}\``,
+  }),
+  teacher: optional(func<TeacherLogits>('a TeacherLogits function'), {
+    description: "Teacher logits on demand; without it, the traces' cached `topLogprobs` are used.",
+    defaultText: 'cached top-k',
+  }),
+  sftWeight: optional(number({ min: 0 }), {
+    description: 'Weight of an added cross-entropy term on the completion tokens.',
+    defaultText: `\`${DISTILL_LOSS_DEFAULTS.sftWeight}\``,
+  }),
+});
+
+const RESUME_FROM = 'a checkpoint folder or a position { epoch, offset, step }';
+const position = () => integer({ min: 0 });
+
+/**
+ * The options of {@link distillStudent}, declared once: {@link DistillStudentOptions},
+ * {@link DISTILL_STUDENT_OPTION_KEYS}, {@link DISTILL_STUDENT_DEFAULTS}, the validation and the
+ * README table come from it. Cross-field rules are in {@link validateDistillOptions}.
+ */
+export const DISTILL_STUDENT_OPTIONS = defineOptions(
+  {
+    trainer: required(
+      custom<PolicyTrainer>(
+        (value) =>
+          typeof (value as PolicyTrainer | null)?.sftStep === 'function' &&
+          typeof (value as PolicyTrainer).logitsStep === 'function',
+        'a PolicyTrainer from @rlvr/trainer',
+      ),
+      'A `PolicyTrainer` wrapping the student model (it owns the optimizer and schedule).',
+    ),
+    traces: required(
+      asserted<readonly TraceRecord[]>(assertTraces, 'a non-empty array of trace records'),
+      'The verified traces to learn from (e.g. `filterTraces(...).kept`).',
+    ),
+    encodePrompt: optional(
+      func<(prompt: string) => number[]>('a function'),
+      'Encodes a prompt for traces without recorded `promptTokenIds` (shared tokenizer).',
+    ),
+    loss: withDefault(
+      DISTILL_LOSS_SCHEMA,
+      { type: 'sft' },
+      'How the student learns from the teacher.',
+    ),
+    epochs: required(integer({ min: 1 }), 'Passes over the traces.'),
+    batchSize: required(integer({ min: 1 }), 'Sequences per optimizer step.'),
+    pack: withDefault(
+      boolean(),
+      false,
+      'Pack short sequences into rows (segment-masked attention).',
+    ),
+    seed: withDefault(integer(), 0, 'Shuffling seed.'),
+    onPolicy: optional(
+      object({
+        fraction: required(
+          number({ min: 0, max: 1 }),
+          "GKD's λ: the fraction of steps on the student's own samples.",
+        ),
+        sampler: required(
+          asserted<Sampler>(
+            (value, parameter) => assertSampler(value, parameter),
+            'a Sampler (an object with a sample() method)',
+          ),
+          "The student's sampler.",
+        ),
+        maxNewTokens: required(integer({ min: 1 }), 'Tokens per on-policy sample.'),
+        temperature: withDefault(
+          number({ min: 0, exclusiveMin: true }),
+          SAMPLE_REQUEST_DEFAULTS.temperature,
+          "Sampling temperature (core's `SAMPLE_REQUEST_DEFAULTS.temperature`).",
+        ),
+      }),
+      "On-policy distillation: train this fraction of steps on the student's own samples for the batch's prompts, scored by the teacher (needs `loss.type: 'logits'` with `teacher`); aborted completions are never trained on.",
+    ),
+    evaluate: optional(
+      func<DistillEvaluate>('a function'),
+      'Called every `evalEvery` steps and at the end; its numbers are merged into the history.',
+    ),
+    evalEvery: optional(integer({ min: 1 }), {
+      description: 'Evaluate every this many steps (needs `evaluate`).',
+      defaultText: 'only at the end',
+    }),
+    onStep: optional(
+      func<(record: DistillStepRecord) => void>('a function'),
+      'Called after every step.',
+    ),
+    resumeFrom: optional(
+      expecting(
+        zod.union([
+          text(RESUME_FROM),
+          object({ epoch: position(), offset: position(), step: position() }),
+        ]),
+        RESUME_FROM,
+      ),
+      "Resume: a folder written by `checkpoint` (optimizer state, data position and history are read from it; the trainer's student must hold its weights), or a raw position (`DistillStepRecord.position`).",
+    ),
+    previousHistory: optional(
+      custom<readonly DistillStepRecord[]>(Array.isArray, 'an array of DistillStepRecord'),
+      'History before a raw-position `resumeFrom` (kept in the result and in checkpoints).',
+    ),
+    checkpoint: optional(
+      object({
+        dir: required(text('a folder path'), 'The checkpoint folder.'),
+        every: required(integer({ min: 1 }), 'Save every this many steps (and at the end).'),
+      }),
+      'Save a checkpoint to `dir` every `every` steps and at the end; a non-empty `dir` is refused (`WOULD_OVERWRITE`) unless it is the `resumeFrom` folder or `overwrite`.',
+    ),
+    overwrite: withDefault(
+      boolean(),
+      false,
+      'Allow `checkpoint.dir` to replace a distillation checkpoint of another run.',
+    ),
+    progress: optional(boolean(), {
+      description: 'Progress bar on stderr.',
+      defaultText: 'when stderr is a TTY and not in CI',
+    }),
+    signal: optional(
+      custom<AbortSignal>(() => true, 'an AbortSignal'),
+      'Cancels the run.',
+    ),
+  },
+  { parameter: 'options', functionName: FN },
+);
+
+/** The `evaluate` callback of {@link distillStudent}. */
+export type DistillEvaluate = (context: {
+  step: number;
+  epoch: number;
+}) => Promise<Record<string, number>> | Record<string, number>;
+
+/** Options of {@link distillStudent} (see {@link DISTILL_STUDENT_OPTIONS} for each one). */
+export type DistillStudentOptions = Omit<
+  OptionsInput<typeof DISTILL_STUDENT_OPTIONS.schema>,
+  'loss'
+> & {
   /** Default `{ type: 'sft' }`. */
   loss?: DistillLoss;
-  epochs: number;
-  /** Sequences per optimizer step. */
-  batchSize: number;
-  /** Pack short sequences into rows (segment-masked attention). Default false. */
-  pack?: boolean;
-  /** Shuffling seed. Default 0. */
-  seed?: number;
-  /**
-   * On-policy distillation (GKD's λ = `fraction`): this fraction of steps trains on the student's
-   * own samples for the batch's prompts, scored by the teacher (needs `loss.type: 'logits'` with
-   * `teacher`). Completions the sampler returns with `finishReason: 'abort'` are never trained on.
-   */
-  onPolicy?: { fraction: number; sampler: Sampler; maxNewTokens: number; temperature?: number };
-  /** Called every `evalEvery` steps and at the end; its numbers are merged into the history. */
-  evaluate?: (context: {
-    step: number;
-    epoch: number;
-  }) => Promise<Record<string, number>> | Record<string, number>;
-  /** Evaluate every this many steps (needs `evaluate`). Default: only at the end. */
-  evalEvery?: number;
-  /** Called after every step. */
-  onStep?: (record: DistillStepRecord) => void;
-  /**
-   * Resume: a folder written by `checkpoint` (the optimizer state, the data position and the
-   * history are read from it, and the trainer's student must hold its weights: build it from
-   * `loadDistillCheckpoint(dir).checkpoint`), or a raw position (`DistillStepRecord.position`).
-   * A folder without a distillation checkpoint is an error.
-   */
-  resumeFrom?: string | DistillPosition;
-  /** History before a raw-position `resumeFrom` (kept in the result and in checkpoints). */
-  previousHistory?: readonly DistillStepRecord[];
-  /**
-   * Save a checkpoint (see `saveDistillCheckpoint`) to `dir` every `every` steps and at the end.
-   * A non-empty `dir` is refused (`WOULD_OVERWRITE`) unless it is the `resumeFrom` folder or
-   * `overwrite: true` (which replaces a previous distillation checkpoint, never other files).
-   */
-  checkpoint?: { dir: string; every: number };
-  /** Allow `checkpoint.dir` to replace a distillation checkpoint of another run. Default false. */
-  overwrite?: boolean;
-  /** Progress bar on stderr. Default: when stderr is a TTY and not in CI. */
-  progress?: boolean;
-  signal?: AbortSignal;
 };
 
 /** One line of the training history. */
@@ -116,45 +237,17 @@ export type DistillStudentResult = {
   finalEval?: Record<string, number>;
 };
 
-export const FN = 'distillStudent';
-
 /**
  * Every key of {@link DistillStudentOptions}: the keys `distillStudent` accepts (any other is an
- * `UNKNOWN_OPTION` error). Exported so that layers passing options through (the CLI) check
- * against the same list instead of a copy.
+ * `UNKNOWN_OPTION` error). Layers passing options through (the CLI) check against this list.
  */
-export const DISTILL_STUDENT_OPTION_KEYS = [
-  'trainer',
-  'traces',
-  'encodePrompt',
-  'loss',
-  'epochs',
-  'batchSize',
-  'pack',
-  'seed',
-  'onPolicy',
-  'evaluate',
-  'evalEvery',
-  'onStep',
-  'resumeFrom',
-  'previousHistory',
-  'checkpoint',
-  'overwrite',
-  'progress',
-  'signal',
-] as const satisfies readonly (keyof DistillStudentOptions)[];
+export const DISTILL_STUDENT_OPTION_KEYS = DISTILL_STUDENT_OPTIONS.keys;
 /**
- * The defaults of `distillStudent`'s optional settings that a config may give (`epochs` and
- * `batchSize` have none; the loss's are {@link DISTILL_LOSS_DEFAULTS}). `onPolicy.temperature` is
- * core's `SampleRequest` default (`SAMPLE_REQUEST_DEFAULTS.temperature`). Layers that show or pass
- * these settings (the CLI's `--print-config`) use them instead of copies.
+ * The defaults of `distillStudent`'s optional settings (`epochs` and `batchSize` have none; the
+ * logit loss's are {@link DISTILL_LOSS_DEFAULTS}). Layers that show or pass these settings (the
+ * CLI's `--print-config`) use them instead of copies.
  */
-export const DISTILL_STUDENT_DEFAULTS = Object.freeze({
-  seed: 0,
-  pack: false,
-  onPolicy: Object.freeze({ temperature: SAMPLE_REQUEST_DEFAULTS.temperature }),
-} as const);
-const LOGITS_ONLY = ['divergence', 'beta', 'temperature', 'teacher', 'sftWeight'] as const;
+export const DISTILL_STUDENT_DEFAULTS = DISTILL_STUDENT_OPTIONS.defaults;
 
 /** Validated options of {@link distillStudent}. @internal */
 export type ValidatedDistill = {
@@ -175,73 +268,28 @@ export type ValidatedDistill = {
 
 /** Validates every option of {@link distillStudent} (before anything is read or written). @internal */
 export function validateDistillOptions(options: DistillStudentOptions): ValidatedDistill {
-  const raw = validateOptions<DistillStudentOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: DISTILL_STUDENT_OPTION_KEYS,
-  });
-  const trainer = raw.trainer;
-  if (
-    !trainer ||
-    typeof trainer.sftStep !== 'function' ||
-    typeof trainer.logitsStep !== 'function'
-  ) {
-    throw new InvalidArgumentError({
-      parameter: 'options.trainer',
-      functionName: FN,
-      value: trainer,
-      expected: 'a PolicyTrainer from @rlvr/trainer',
-    });
-  }
-  if (!Array.isArray(raw.traces) || raw.traces.length === 0) {
-    throw new InvalidArgumentError({
-      parameter: 'options.traces',
-      functionName: FN,
-      value: raw.traces,
-      expected: 'a non-empty array of trace records',
-    });
-  }
-  raw.traces.forEach((trace, index) => {
-    if (Array.isArray(trace?.tokenIds) && trace.tokenIds.length === 0 && trace.completion) {
-      throw new InvalidArgumentError({
-        parameter: `options.traces[${index}].tokenIds`,
-        functionName: FN,
-        value: trace.tokenIds,
-        expected:
-          "the completion's token ids: a text-only trace (a served teacher that returned no token ids) trains after tokenizeTraces with the student's tokenizer (SFT on text); logit distillation needs the teacher's own token ids and distribution",
-      });
-    }
-  });
-  const epochs = validateInteger(raw.epochs, {
-    parameter: 'options.epochs',
-    functionName: FN,
-    min: 1,
-  });
-  const batchSize = validateInteger(raw.batchSize, {
-    parameter: 'options.batchSize',
-    functionName: FN,
-    min: 1,
-  });
-  if (raw.evalEvery !== undefined && raw.evaluate === undefined) {
+  const parsed = DISTILL_STUDENT_OPTIONS.parse(options);
+  const raw = options as Partial<DistillStudentOptions>;
+  if (parsed.evalEvery !== undefined && parsed.evaluate === undefined) {
     rejectIneffective({
       parameter: 'options.evalEvery',
-      value: raw.evalEvery,
+      value: parsed.evalEvery,
       because: 'options.evaluate is not set',
       functionName: FN,
     });
   }
-  const evalEvery =
-    raw.evalEvery === undefined
-      ? 0
-      : validateInteger(raw.evalEvery, {
-          parameter: 'options.evalEvery',
-          functionName: FN,
-          min: 1,
-        });
-  const loss = readLoss(raw.loss);
-  const onPolicy = readOnPolicy(raw.onPolicy, loss);
+  const loss = checkLoss(parsed.loss);
+  if (parsed.onPolicy !== undefined && (loss.type !== 'logits' || !loss.teacher)) {
+    throw new InvalidArgumentError({
+      parameter: 'options.loss.teacher',
+      functionName: FN,
+      value: undefined,
+      expected:
+        "a teacher (loss.type 'logits' with loss.teacher) to score the student's own samples",
+    });
+  }
   if (loss.type === 'logits' && !loss.teacher) {
-    raw.traces.forEach((trace, index) => {
+    parsed.traces.forEach((trace, index) => {
       if (!Array.isArray(trace.topLogprobs) || trace.topLogprobs.length !== trace.tokenIds.length) {
         throw new InvalidArgumentError({
           parameter: `options.traces[${index}].topLogprobs`,
@@ -253,26 +301,43 @@ export function validateDistillOptions(options: DistillStudentOptions): Validate
       }
     });
   }
+  if (raw.overwrite !== undefined && parsed.checkpoint === undefined) {
+    rejectIneffective({
+      parameter: 'options.overwrite',
+      value: raw.overwrite,
+      because: 'options.checkpoint is not set (nothing is written)',
+      functionName: FN,
+    });
+  }
+  const { resumeFrom, previousHistory } = parsed;
+  if (
+    previousHistory !== undefined &&
+    (resumeFrom === undefined || typeof resumeFrom === 'string')
+  ) {
+    rejectIneffective({
+      parameter: 'options.previousHistory',
+      value: previousHistory,
+      because:
+        resumeFrom === undefined
+          ? 'options.resumeFrom is not set'
+          : 'the history is read from the resumeFrom checkpoint folder',
+      functionName: FN,
+    });
+  }
   return {
     raw,
-    trainer,
-    traces: raw.traces,
-    epochs,
-    batchSize,
-    evalEvery,
-    seed:
-      raw.seed === undefined
-        ? DISTILL_STUDENT_DEFAULTS.seed
-        : validateInteger(raw.seed, { parameter: 'options.seed', functionName: FN }),
-    pack:
-      raw.pack === undefined
-        ? DISTILL_STUDENT_DEFAULTS.pack
-        : readBoolean(raw.pack, 'options.pack'),
-    overwrite: readBoolean(raw.overwrite, 'options.overwrite'),
+    trainer: parsed.trainer,
+    traces: parsed.traces,
+    epochs: parsed.epochs,
+    batchSize: parsed.batchSize,
+    evalEvery: parsed.evalEvery ?? 0,
+    seed: parsed.seed,
+    pack: parsed.pack,
+    overwrite: parsed.overwrite,
     loss,
-    onPolicy,
-    checkpoint: readCheckpoint(raw.checkpoint, raw.overwrite),
-    resumeFrom: readResumeFrom(raw.resumeFrom, raw.previousHistory),
+    onPolicy: parsed.onPolicy,
+    checkpoint: parsed.checkpoint,
+    resumeFrom,
   };
 }
 
@@ -325,146 +390,9 @@ export function distillSettings(options: ValidatedDistill): Record<string, unkno
   };
 }
 
-function readBoolean(value: unknown, parameter: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') {
-    throw new InvalidArgumentError({ parameter, functionName: FN, value, expected: 'a boolean' });
-  }
-  return value;
-}
-
-function readCheckpoint(value: unknown, overwrite: unknown): ValidatedDistill['checkpoint'] {
-  if (value === undefined) {
-    if (overwrite !== undefined) {
-      rejectIneffective({
-        parameter: 'options.overwrite',
-        value: overwrite,
-        because: 'options.checkpoint is not set (nothing is written)',
-        functionName: FN,
-      });
-    }
-    return undefined;
-  }
-  const checkpoint = validateOptions<{ dir: string; every: number }>(value, {
-    parameter: 'options.checkpoint',
-    functionName: FN,
-    known: ['dir', 'every'],
-  });
-  if (typeof checkpoint.dir !== 'string' || checkpoint.dir === '') {
-    throw new InvalidArgumentError({
-      parameter: 'options.checkpoint.dir',
-      functionName: FN,
-      value: checkpoint.dir,
-      expected: 'a folder path',
-    });
-  }
-  const every = validateInteger(checkpoint.every, {
-    parameter: 'options.checkpoint.every',
-    functionName: FN,
-    min: 1,
-  });
-  return { dir: checkpoint.dir, every };
-}
-
-function readResumeFrom(value: unknown, previousHistory: unknown): ValidatedDistill['resumeFrom'] {
-  if (previousHistory !== undefined) {
-    if (value === undefined || typeof value === 'string') {
-      rejectIneffective({
-        parameter: 'options.previousHistory',
-        value: previousHistory,
-        because:
-          value === undefined
-            ? 'options.resumeFrom is not set'
-            : 'the history is read from the resumeFrom checkpoint folder',
-        functionName: FN,
-      });
-    }
-    if (!Array.isArray(previousHistory)) {
-      throw new InvalidArgumentError({
-        parameter: 'options.previousHistory',
-        functionName: FN,
-        value: previousHistory,
-        expected: 'an array of DistillStepRecord',
-      });
-    }
-  }
-  if (value === undefined) return undefined;
-  if (typeof value === 'string') {
-    if (value === '') {
-      throw new InvalidArgumentError({
-        parameter: 'options.resumeFrom',
-        functionName: FN,
-        value,
-        expected: 'a checkpoint folder or a position { epoch, offset, step }',
-      });
-    }
-    return value;
-  }
-  const position = validateOptions<DistillPosition>(value, {
-    parameter: 'options.resumeFrom',
-    functionName: FN,
-    known: ['epoch', 'offset', 'step'],
-  });
-  const field = (key: keyof DistillPosition) =>
-    validateInteger(position[key], {
-      parameter: `options.resumeFrom.${key}`,
-      functionName: FN,
-      min: 0,
-    });
-  return { epoch: field('epoch'), offset: field('offset'), step: field('step') };
-}
-
-function readOnPolicy(value: unknown, loss: DistillLoss): ValidatedDistill['onPolicy'] {
-  if (value === undefined) return undefined;
-  const policy = validateOptions<NonNullable<DistillStudentOptions['onPolicy']>>(value, {
-    parameter: 'options.onPolicy',
-    functionName: FN,
-    known: ['fraction', 'sampler', 'maxNewTokens', 'temperature'],
-  });
-  validateNumber(policy.fraction, {
-    parameter: 'options.onPolicy.fraction',
-    functionName: FN,
-    min: 0,
-    max: 1,
-  });
-  assertSampler(policy.sampler, 'options.onPolicy.sampler');
-  validateInteger(policy.maxNewTokens, {
-    parameter: 'options.onPolicy.maxNewTokens',
-    functionName: FN,
-    min: 1,
-  });
-  if (policy.temperature !== undefined) {
-    validateNumber(policy.temperature, {
-      parameter: 'options.onPolicy.temperature',
-      functionName: FN,
-      min: 0,
-      exclusiveMin: true,
-    });
-  }
-  if (loss.type !== 'logits' || !loss.teacher) {
-    throw new InvalidArgumentError({
-      parameter: 'options.loss.teacher',
-      functionName: FN,
-      value: undefined,
-      expected:
-        "a teacher (loss.type 'logits' with loss.teacher) to score the student's own samples",
-    });
-  }
-  return policy as NonNullable<DistillStudentOptions['onPolicy']>;
-}
-
-function readLoss(value: unknown): DistillLoss {
-  if (value === undefined) return { type: 'sft' };
-  const loss = validateOptions<Record<string, unknown>>(value, {
-    parameter: 'options.loss',
-    functionName: FN,
-    known: ['type', ...LOGITS_ONLY],
-  });
-  const type = validateOneOf(loss.type, ['sft', 'logits'], {
-    parameter: 'options.loss.type',
-    functionName: FN,
-  });
-  if (type === 'sft') {
+/** The loss's cross-field rules: what applies to one type or divergence only. */
+function checkLoss(loss: OptionsOutput<typeof DISTILL_LOSS_SCHEMA>): DistillLoss {
+  if (loss.type === 'sft') {
     for (const key of LOGITS_ONLY) {
       if (loss[key] !== undefined) {
         rejectIneffective({
@@ -475,7 +403,7 @@ function readLoss(value: unknown): DistillLoss {
         });
       }
     }
-    return { type };
+    return { type: 'sft' };
   }
   const divergence = validateOneOf(loss.divergence, ['forward-kl', 'reverse-kl', 'jsd'], {
     parameter: 'options.loss.divergence',
@@ -489,30 +417,27 @@ function readLoss(value: unknown): DistillLoss {
       functionName: FN,
     });
   }
-  validateNumber(loss.beta ?? DISTILL_LOSS_DEFAULTS.beta, {
-    parameter: 'options.loss.beta',
-    functionName: FN,
-    min: 0,
-    max: 1,
-  });
-  validateNumber(loss.temperature ?? DISTILL_LOSS_DEFAULTS.temperature, {
-    parameter: 'options.loss.temperature',
-    functionName: FN,
-    min: 0,
-    exclusiveMin: true,
-  });
-  validateNumber(loss.sftWeight ?? DISTILL_LOSS_DEFAULTS.sftWeight, {
-    parameter: 'options.loss.sftWeight',
-    functionName: FN,
-    min: 0,
-  });
-  if (loss.teacher !== undefined && typeof loss.teacher !== 'function') {
+  return { ...loss, type: 'logits', divergence } as Extract<DistillLoss, { type: 'logits' }>;
+}
+
+function assertTraces(value: unknown): void {
+  if (!Array.isArray(value) || value.length === 0) {
     throw new InvalidArgumentError({
-      parameter: 'options.loss.teacher',
+      parameter: 'options.traces',
       functionName: FN,
-      value: loss.teacher,
-      expected: 'a TeacherLogits function',
+      value,
+      expected: 'a non-empty array of trace records',
     });
   }
-  return loss as Extract<DistillLoss, { type: 'logits' }>;
+  value.forEach((trace: TraceRecord, index) => {
+    if (Array.isArray(trace?.tokenIds) && trace.tokenIds.length === 0 && trace.completion) {
+      throw new InvalidArgumentError({
+        parameter: `options.traces[${index}].tokenIds`,
+        functionName: FN,
+        value: trace.tokenIds,
+        expected:
+          "the completion's token ids: a text-only trace (a served teacher that returned no token ids) trains after tokenizeTraces with the student's tokenizer (SFT on text); logit distillation needs the teacher's own token ids and distribution",
+      });
+    }
+  });
 }

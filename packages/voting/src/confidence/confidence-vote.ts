@@ -4,16 +4,17 @@ import {
   InvalidArgumentError,
   type TopLogprob,
   validateNumber,
-  validateOneOf,
 } from '@rlvr/core';
+import { defineOptions, number, type OptionsInput, oneOf, withDefault } from '@rlvr/options';
 import { defaultEquals, defaultExtract } from '../vote/defaults.js';
-import { checkFunction, safeExtract, tally } from '../vote/majority-vote.js';
+import { safeExtract, tally } from '../vote/majority-vote.js';
 import type { EqualsFn, ExtractFn, VoteResult } from '../vote/types.js';
+import { ANSWER_FIELDS } from '../vote/vote-fields.js';
 import {
+  CONFIDENCE_FIELDS,
   checkTopLogprobs,
-  resolveConfidenceOptions,
+  type ResolvedConfidence,
   summarize,
-  type TraceConfidenceOptions,
   tokenConfidences,
 } from './confidence.js';
 
@@ -28,6 +29,9 @@ export type ConfidenceTrace = {
   finishReason?: FinishReason;
 };
 
+const FN = 'confidenceVote';
+const WEIGHTINGS = ['confidence', 'uniform'] as const satisfies readonly ConfidenceWeighting[];
+
 /** How much a kept trace's vote counts. */
 export type ConfidenceWeighting =
   /** Its confidence (DeepConf's weighted majority). */
@@ -35,18 +39,29 @@ export type ConfidenceWeighting =
   /** 1 (plain majority over the kept traces). */
   | 'uniform';
 
-/** Options of {@link confidenceVote}. */
-export type ConfidenceVoteOptions = TraceConfidenceOptions & {
-  /**
-   * η: keep the `keepTop` percent most confident traces (ties to the earlier trace), in (0, 100].
-   * DeepConf-low keeps 10, DeepConf-high 90. Default 90.
-   */
-  keepTop?: number;
-  /** Default `'confidence'`. */
-  weighting?: ConfidenceWeighting;
-  extract?: ExtractFn;
-  equals?: EqualsFn;
-};
+/**
+ * The options of {@link confidenceVote}, declared once: the confidence fields, then the vote's.
+ */
+export const CONFIDENCE_VOTE_OPTIONS = defineOptions(
+  {
+    ...CONFIDENCE_FIELDS,
+    keepTop: withDefault(
+      number({ min: 0, exclusiveMin: true, max: 100 }),
+      90,
+      'η: keep the `keepTop` percent most confident traces (ties to the earlier trace); DeepConf-low keeps 10, DeepConf-high 90.',
+    ),
+    weighting: withDefault(
+      oneOf(WEIGHTINGS),
+      'confidence',
+      "How much a kept trace's vote counts: `confidence` (DeepConf's weighted majority) or `uniform`.",
+    ),
+    ...ANSWER_FIELDS,
+  },
+  { parameter: 'options', functionName: FN },
+);
+
+/** Options of {@link confidenceVote} (see {@link CONFIDENCE_VOTE_OPTIONS} for each one). */
+export type ConfidenceVoteOptions = OptionsInput<typeof CONFIDENCE_VOTE_OPTIONS.schema>;
 
 /** The outcome of a {@link confidenceVote}: the vote over the kept traces, indices into the input. */
 export type ConfidenceVoteResult = VoteResult & {
@@ -61,10 +76,6 @@ export type ConfidenceVoteResult = VoteResult & {
   /** Traces that never vote: ended by a confidence stop (`finishReason: 'confidence'`) or empty. */
   excludedIndices: number[];
 };
-
-const FN = 'confidenceVote';
-const WEIGHTINGS: readonly ConfidenceWeighting[] = ['confidence', 'uniform'];
-const VOTE_KEYS = ['keepTop', 'weighting', 'extract', 'equals'];
 
 /**
  * DeepConf offline (Fu et al. 2025): each trace's confidence (default: lowest sliding-window
@@ -85,21 +96,13 @@ export function confidenceVote(
   traces: readonly ConfidenceTrace[],
   options?: ConfidenceVoteOptions,
 ): ConfidenceVoteResult {
-  const measure = resolveConfidenceOptions(options, 'options', FN, VOTE_KEYS);
-  const raw = (options ?? {}) as ConfidenceVoteOptions;
-  const keepTop = validateNumber(raw.keepTop ?? 90, {
-    parameter: 'options.keepTop',
-    functionName: FN,
-    min: 0,
-    exclusiveMin: true,
-    max: 100,
-  });
-  const weighting = validateOneOf(raw.weighting ?? 'confidence', WEIGHTINGS, {
-    parameter: 'options.weighting',
-    functionName: FN,
-  });
-  const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
-  const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
+  const {
+    keepTop,
+    weighting,
+    extract = defaultExtract,
+    equals = defaultEquals,
+    ...measure
+  } = CONFIDENCE_VOTE_OPTIONS.parse(options);
   const confidences = readTraces(traces, measure);
   const ranked = confidences
     .flatMap((confidence, index) => (confidence === null ? [] : [{ confidence, index }]))
@@ -158,7 +161,7 @@ export function voteOverKept(
 }
 
 /** Validates the traces and returns each one's confidence (`null`: does not vote). */
-function readTraces(traces: unknown, measure: Required<TraceConfidenceOptions>): (number | null)[] {
+function readTraces(traces: unknown, measure: ResolvedConfidence): (number | null)[] {
   if (!Array.isArray(traces)) {
     throw new InvalidArgumentError({
       parameter: 'traces',

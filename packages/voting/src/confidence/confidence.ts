@@ -1,11 +1,13 @@
+import { InvalidArgumentError, type TopLogprob } from '@rlvr/core';
 import {
-  InvalidArgumentError,
-  type TopLogprob,
-  validateInteger,
-  validateNumber,
-  validateOneOf,
-  validateOptions,
-} from '@rlvr/core';
+  defineOptions,
+  integer,
+  number,
+  type OptionsInput,
+  type OptionsOutput,
+  oneOf,
+  withDefault,
+} from '@rlvr/options';
 
 /**
  * How one trace's confidence is summarized (DeepConf, Fu et al. 2025, §3). Token confidence
@@ -22,29 +24,47 @@ export type ConfidenceMeasure =
   /** Mean token confidence over the last `tailSize` tokens. */
   | 'tail';
 
-/** Options of {@link traceConfidence}. */
-export type TraceConfidenceOptions = {
-  /** Default `'lowest-group'`. */
-  measure?: ConfidenceMeasure;
-  /** Sliding-window size for the group measures. Default 2048 (the paper's). */
-  windowSize?: number;
-  /** Tokens at the end for `'tail'`. Default 2048 (the paper's). */
-  tailSize?: number;
-  /** Fraction of the groups averaged by `'bottom-10'`, in (0, 1]. Default 0.1. */
-  bottomFraction?: number;
+const MEASURES = [
+  'mean',
+  'lowest-group',
+  'bottom-10',
+  'tail',
+] as const satisfies readonly ConfidenceMeasure[];
+
+/**
+ * The confidence fields (`measure`, `windowSize`, `tailSize`, `bottomFraction`), declared once:
+ * {@link traceConfidence}'s options, and spread into the options of the votes that measure it.
+ */
+export const CONFIDENCE_FIELDS = {
+  measure: withDefault(
+    oneOf(MEASURES),
+    'lowest-group',
+    "How a trace's confidence is summarized: `mean` (mean token confidence), `lowest-group` (lowest sliding-window group confidence), `bottom-10` (mean of the lowest `bottomFraction` of the groups), `tail` (mean over the last `tailSize` tokens).",
+  ),
+  windowSize: withDefault(
+    integer({ min: 1 }),
+    2048,
+    "Sliding-window size for the group measures (the paper's).",
+  ),
+  tailSize: withDefault(integer({ min: 1 }), 2048, "Tokens at the end for `'tail'` (the paper's)."),
+  bottomFraction: withDefault(
+    number({ min: 0, exclusiveMin: true, max: 1 }),
+    0.1,
+    "Fraction of the groups averaged by `'bottom-10'`.",
+  ),
 };
 
-/** The defaults of {@link TraceConfidenceOptions}. */
-export const CONFIDENCE_DEFAULTS = {
-  measure: 'lowest-group',
-  windowSize: 2048,
-  tailSize: 2048,
-  bottomFraction: 0.1,
-} as const satisfies Required<TraceConfidenceOptions>;
+/** The options of {@link traceConfidence}, declared once. */
+export const TRACE_CONFIDENCE_OPTIONS = defineOptions(CONFIDENCE_FIELDS, {
+  parameter: 'options',
+  functionName: 'traceConfidence',
+});
 
-const MEASURES: readonly ConfidenceMeasure[] = ['mean', 'lowest-group', 'bottom-10', 'tail'];
-/** @internal */
-export const TRACE_CONFIDENCE_KEYS = ['measure', 'windowSize', 'tailSize', 'bottomFraction'];
+/** Options of {@link traceConfidence} (see {@link CONFIDENCE_FIELDS} for each one). */
+export type TraceConfidenceOptions = OptionsInput<typeof TRACE_CONFIDENCE_OPTIONS.schema>;
+
+/** The defaults of {@link TraceConfidenceOptions}. */
+export const CONFIDENCE_DEFAULTS = TRACE_CONFIDENCE_OPTIONS.defaults;
 
 /** DeepConf's token confidence of each position: `−mean` of its top-k logprobs. */
 export function tokenConfidences(topLogprobs: readonly (readonly TopLogprob[])[]): number[] {
@@ -71,10 +91,7 @@ export function groupConfidences(confidences: readonly number[], windowSize: num
 }
 
 /** A trace's confidence under `measure` from its token confidences (`NaN` for an empty trace). @internal */
-export function summarize(
-  confidences: readonly number[],
-  options: Required<TraceConfidenceOptions>,
-): number {
+export function summarize(confidences: readonly number[], options: ResolvedConfidence): number {
   const count = confidences.length;
   if (count === 0) return Number.NaN;
   switch (options.measure) {
@@ -108,7 +125,7 @@ export function traceConfidence(
   options?: TraceConfidenceOptions,
 ): number {
   const FN = 'traceConfidence';
-  const resolved = resolveConfidenceOptions(options, 'options', FN);
+  const resolved = TRACE_CONFIDENCE_OPTIONS.parse(options);
   checkTopLogprobs(topLogprobs, 'topLogprobs', FN);
   if (topLogprobs.length === 0) {
     throw new InvalidArgumentError({
@@ -121,42 +138,8 @@ export function traceConfidence(
   return summarize(tokenConfidences(topLogprobs), resolved);
 }
 
-/** Validates {@link TraceConfidenceOptions} and fills the defaults. @internal */
-export function resolveConfidenceOptions(
-  value: unknown,
-  parameter: string,
-  functionName: string,
-  extraKeys: readonly string[] = [],
-): Required<TraceConfidenceOptions> {
-  const raw = validateOptions<TraceConfidenceOptions>(value, {
-    parameter,
-    functionName,
-    known: [...TRACE_CONFIDENCE_KEYS, ...extraKeys],
-  });
-  return {
-    measure: validateOneOf(raw.measure ?? CONFIDENCE_DEFAULTS.measure, MEASURES, {
-      parameter: `${parameter}.measure`,
-      functionName,
-    }),
-    windowSize: validateInteger(raw.windowSize ?? CONFIDENCE_DEFAULTS.windowSize, {
-      parameter: `${parameter}.windowSize`,
-      functionName,
-      min: 1,
-    }),
-    tailSize: validateInteger(raw.tailSize ?? CONFIDENCE_DEFAULTS.tailSize, {
-      parameter: `${parameter}.tailSize`,
-      functionName,
-      min: 1,
-    }),
-    bottomFraction: validateNumber(raw.bottomFraction ?? CONFIDENCE_DEFAULTS.bottomFraction, {
-      parameter: `${parameter}.bottomFraction`,
-      functionName,
-      min: 0,
-      exclusiveMin: true,
-      max: 1,
-    }),
-  };
-}
+/** {@link TraceConfidenceOptions} with the defaults filled in. @internal */
+export type ResolvedConfidence = OptionsOutput<typeof TRACE_CONFIDENCE_OPTIONS.schema>;
 
 /** Checks a `topLogprobs` array (rows of `{ tokenId, logprob }` with finite logprobs ≤ 0). @internal */
 export function checkTopLogprobs(value: unknown, parameter: string, functionName: string): void {

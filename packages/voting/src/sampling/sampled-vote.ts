@@ -6,34 +6,48 @@ import {
   type Prompt,
   RlvrError,
   rejectIneffective,
-  SAMPLE_REQUEST_KEYS,
   type SampleRequest,
   type Sampler,
   throwIfAborted,
-  validateInteger,
-  validateNumber,
-  validateOneOf,
-  validateOptions,
 } from '@rlvr/core';
-import { defaultEquals, defaultExtract } from '../vote/defaults.js';
 import {
-  checkFunction,
-  rankClusters,
-  safeExtract,
-  sampleWeights,
-  tally,
-} from '../vote/majority-vote.js';
+  asserted,
+  custom,
+  defineOptions,
+  expecting,
+  integer,
+  number,
+  type OptionsInput,
+  object,
+  oneOf,
+  optional,
+  parseOptions,
+  required,
+  sampleRequestFields,
+  withDefault,
+  zod,
+} from '@rlvr/options';
+import { defaultEquals, defaultExtract } from '../vote/defaults.js';
+import { rankClusters, safeExtract, sampleWeights, tally } from '../vote/majority-vote.js';
 import type { EqualsFn, ExtractFn, VoteResult, Weighting } from '../vote/types.js';
+import { ANSWER_FIELDS } from '../vote/vote-fields.js';
 import { betaStopProbability, dirichletStopProbability } from './stopping.js';
 
 /**
- * Sampling settings passed through to the sampler (per sample). `topLogprobs` and
- * `confidenceStop` are set by `deepConfOnline`, not here.
+ * Sampling settings passed through to the sampler (per sample): core's `SampleRequest` without
+ * `prompts` and `n`; `topLogprobs` and `confidenceStop` are set by `deepConfOnline`, not here.
  */
-export type SamplingOptions = Omit<
-  SampleRequest,
-  'prompts' | 'n' | 'topLogprobs' | 'confidenceStop'
->;
+export const SAMPLING_SCHEMA = object({
+  ...sampleRequestFields(['prompts', 'n', 'topLogprobs', 'confidenceStop']),
+  maxNewTokens: required(integer({ min: 1 }), 'Hard cap on generated tokens per sample.'),
+  seed: optional(integer(), {
+    description: 'Base seed (sampler call i gets seed + i).',
+    defaultText: "the sampler's choice",
+  }),
+});
+
+/** See {@link SAMPLING_SCHEMA}. */
+export type SamplingOptions = OptionsInput<typeof SAMPLING_SCHEMA>;
 
 /** When an adaptive vote stops. */
 export type StopStrategy =
@@ -65,19 +79,42 @@ export type SampledVoteResult = VoteResult & {
   stoppedBecause: StopReason;
 };
 
-/** Options of {@link vote}. */
-export type VoteOptions = {
-  sampler: Sampler;
-  prompt: Prompt;
-  /** Number of samples. */
-  n: number;
-  sampling: SamplingOptions;
-  extract?: ExtractFn;
-  equals?: EqualsFn;
-  /** Default `uniform`; the logprob weightings use the completions' behaviour logprobs. */
-  weighting?: Exclude<Weighting, 'provided'>;
-  signal?: AbortSignal;
-};
+const SAMPLER = required(
+  asserted<Sampler>(
+    (value, parameter) => assertSampler(value, parameter),
+    'a Sampler (an object with a sample() method)',
+  ),
+  'Any core `Sampler` (local, served or queue-backed).',
+);
+const PROMPT = required(
+  custom<Prompt>(() => true, "a Prompt (the sampler's input)"),
+  'The prompt (text or token ids), passed to the sampler.',
+);
+const SIGNAL = optional(
+  custom<AbortSignal>(() => true, 'an AbortSignal'),
+  'Cancels the vote.',
+);
+
+/** The options of {@link vote}, declared once. */
+export const VOTE_OPTIONS = defineOptions(
+  {
+    sampler: SAMPLER,
+    prompt: PROMPT,
+    n: required(integer({ min: 1 }), 'Number of samples.'),
+    sampling: required(SAMPLING_SCHEMA, 'Sampling settings (see `SamplingOptions`).'),
+    ...ANSWER_FIELDS,
+    weighting: withDefault(
+      oneOf(['uniform', 'sequence-logprob', 'mean-logprob']),
+      'uniform',
+      "How much each sample's vote counts; the logprob weightings use the completions' behaviour logprobs.",
+    ),
+    signal: SIGNAL,
+  },
+  { parameter: 'options', functionName: 'vote' },
+);
+
+/** Options of {@link vote} (see {@link VOTE_OPTIONS} for each one). */
+export type VoteOptions = OptionsInput<typeof VOTE_OPTIONS.schema>;
 
 /**
  * Samples `n` completions for one prompt from any core `Sampler` and votes over them.
@@ -91,24 +128,8 @@ export type VoteOptions = {
  */
 export async function vote(options: VoteOptions): Promise<SampledVoteResult> {
   const FN = 'vote';
-  const raw = validateOptions<VoteOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: ['sampler', 'prompt', 'n', 'sampling', 'extract', 'equals', 'weighting', 'signal'],
-  });
-  assertSampler(raw.sampler, 'options.sampler');
-  const n = validateInteger(raw.n, { parameter: 'options.n', functionName: FN, min: 1 });
-  const sampling = readSampling(raw.sampling, FN);
-  const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
-  const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
-  const weighting = validateOneOf(
-    raw.weighting ?? 'uniform',
-    ['uniform', 'sequence-logprob', 'mean-logprob'],
-    {
-      parameter: 'options.weighting',
-      functionName: FN,
-    },
-  );
+  const raw = VOTE_OPTIONS.parse(options);
+  const { n, sampling, weighting, extract = defaultExtract, equals = defaultEquals } = raw;
   const completions = await drawCompletions(
     raw.sampler,
     raw.prompt as Prompt,
@@ -126,24 +147,62 @@ export async function vote(options: VoteOptions): Promise<SampledVoteResult> {
   };
 }
 
-/** Options of {@link adaptiveVote}. */
-export type AdaptiveVoteOptions = {
-  sampler: Sampler;
-  prompt: Prompt;
+const STOP_STRATEGY = expecting(
+  zod.discriminatedUnion('type', [
+    object({
+      type: zod.literal('esc'),
+      windowSize: required(integer({ min: 1 }), 'Stop when this many samples in a row agree.'),
+    }),
+    object({
+      type: zod.literal('adaptive-consistency'),
+      criterion: withDefault(
+        oneOf(['beta', 'dirichlet']),
+        'beta',
+        'The posterior on the leader: `beta` (leader vs the rest) or `dirichlet` (all answers).',
+      ),
+      threshold: withDefault(
+        number({ min: 0, max: 1, exclusiveMin: true, exclusiveMax: true }),
+        0.95,
+        'Stop when the leader is ahead with at least this probability.',
+      ),
+      minSamples: withDefault(integer({ min: 1 }), 1, 'Never stop before this many samples.'),
+    }),
+  ]),
+  'an options object',
+);
+
+/** The options of {@link adaptiveVote}, declared once. */
+export const ADAPTIVE_VOTE_OPTIONS = defineOptions(
+  {
+    sampler: SAMPLER,
+    prompt: PROMPT,
+    strategy: required(
+      STOP_STRATEGY,
+      '`{ type: esc, windowSize }` (Early-Stopping Self-Consistency) or `{ type: adaptive-consistency, criterion?, threshold?, minSamples? }` (Adaptive-Consistency).',
+    ),
+    maxSamples: required(integer({ min: 1 }), 'Hard cap on samples.'),
+    maxTokens: optional(integer({ min: 1 }), {
+      description: 'Hard cap on generated tokens over all samples (never exceeded).',
+      defaultText: 'no cap',
+    }),
+    batchSize: optional(integer({ min: 1 }), {
+      description:
+        'Samples per sampler call for Adaptive-Consistency (the stop rule is checked after every sample; samples drawn past the stop point still count as used). ESC draws whole windows.',
+      defaultText: '`1`',
+    }),
+    sampling: required(SAMPLING_SCHEMA, 'Sampling settings (see `SamplingOptions`).'),
+    ...ANSWER_FIELDS,
+    signal: SIGNAL,
+  },
+  { parameter: 'options', functionName: 'adaptiveVote' },
+);
+
+/** Options of {@link adaptiveVote} (see {@link ADAPTIVE_VOTE_OPTIONS} for each one). */
+export type AdaptiveVoteOptions = Omit<
+  OptionsInput<typeof ADAPTIVE_VOTE_OPTIONS.schema>,
+  'strategy'
+> & {
   strategy: StopStrategy;
-  /** Hard cap on samples. */
-  maxSamples: number;
-  /** Hard cap on generated tokens over all samples (never exceeded). Default: no cap. */
-  maxTokens?: number;
-  /**
-   * Samples per sampler call for Adaptive-Consistency (the stop rule is checked after every sample;
-   * samples drawn past the stop point still count as used). Default 1. ESC draws whole windows.
-   */
-  batchSize?: number;
-  sampling: SamplingOptions;
-  extract?: ExtractFn;
-  equals?: EqualsFn;
-  signal?: AbortSignal;
 };
 
 /**
@@ -165,40 +224,9 @@ export type AdaptiveVoteOptions = {
  */
 export async function adaptiveVote(options: AdaptiveVoteOptions): Promise<SampledVoteResult> {
   const FN = 'adaptiveVote';
-  const raw = validateOptions<AdaptiveVoteOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: [
-      'sampler',
-      'prompt',
-      'strategy',
-      'maxSamples',
-      'maxTokens',
-      'batchSize',
-      'sampling',
-      'extract',
-      'equals',
-      'signal',
-    ],
-  });
-  assertSampler(raw.sampler, 'options.sampler');
-  const maxSamples = validateInteger(raw.maxSamples, {
-    parameter: 'options.maxSamples',
-    functionName: FN,
-    min: 1,
-  });
-  const maxTokens =
-    raw.maxTokens === undefined
-      ? Number.POSITIVE_INFINITY
-      : validateInteger(raw.maxTokens, {
-          parameter: 'options.maxTokens',
-          functionName: FN,
-          min: 1,
-        });
-  const sampling = readSampling(raw.sampling, FN);
-  const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
-  const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
-  const strategy = readStrategy(raw.strategy, FN);
+  const raw = ADAPTIVE_VOTE_OPTIONS.parse(options);
+  const { maxSamples, sampling, strategy, extract = defaultExtract, equals = defaultEquals } = raw;
+  const maxTokens = raw.maxTokens ?? Number.POSITIVE_INFINITY;
   if (strategy.type === 'esc' && raw.batchSize !== undefined) {
     rejectIneffective({
       parameter: 'options.batchSize',
@@ -207,14 +235,7 @@ export async function adaptiveVote(options: AdaptiveVoteOptions): Promise<Sample
       functionName: FN,
     });
   }
-  const batchSize =
-    strategy.type === 'esc'
-      ? strategy.windowSize
-      : validateInteger(raw.batchSize ?? 1, {
-          parameter: 'options.batchSize',
-          functionName: FN,
-          min: 1,
-        });
+  const batchSize = strategy.type === 'esc' ? strategy.windowSize : (raw.batchSize ?? 1);
 
   const completions: Completion[] = [];
   const answers: (string | null)[] = [];
@@ -358,69 +379,7 @@ export function rejectAbortedGroup(group: readonly Completion[], functionName: s
   }
 }
 
-/** Keys of {@link SamplingOptions}. */
-// core's request keys, less the ones this function sets itself (prompts, n) or does not offer
-const SAMPLING_KEYS: readonly string[] = SAMPLE_REQUEST_KEYS.filter(
-  (key) => !['prompts', 'n', 'topLogprobs', 'confidenceStop'].includes(key),
-);
-
 /** Validates `options.sampling` (known keys, `maxNewTokens`, `seed`). @internal */
-export function readSampling(value: unknown, functionName: string): SamplingOptions {
-  const sampling = validateOptions<SamplingOptions>(value, {
-    parameter: 'options.sampling',
-    functionName,
-    known: SAMPLING_KEYS,
-  });
-  validateInteger(sampling.maxNewTokens, {
-    parameter: 'options.sampling.maxNewTokens',
-    functionName,
-    min: 1,
-  });
-  if (sampling.seed !== undefined)
-    validateInteger(sampling.seed, { parameter: 'options.sampling.seed', functionName });
-  return sampling as SamplingOptions;
-}
-
-function readStrategy(value: unknown, functionName: string): StopStrategy {
-  const strategy = validateOptions<StopStrategy>(value, {
-    parameter: 'options.strategy',
-    functionName,
-  });
-  const type = validateOneOf(strategy.type, ['esc', 'adaptive-consistency'], {
-    parameter: 'options.strategy.type',
-    functionName,
-  });
-  validateOptions(strategy, {
-    parameter: 'options.strategy',
-    functionName,
-    known:
-      type === 'esc' ? ['type', 'windowSize'] : ['type', 'criterion', 'threshold', 'minSamples'],
-  });
-  if (type === 'esc') {
-    const windowSize = validateInteger((strategy as { windowSize?: number }).windowSize, {
-      parameter: 'options.strategy.windowSize',
-      functionName,
-      min: 1,
-    });
-    return { type, windowSize };
-  }
-  const adaptive = strategy as Extract<StopStrategy, { type: 'adaptive-consistency' }>;
-  const criterion = validateOneOf(adaptive.criterion ?? 'beta', ['beta', 'dirichlet'], {
-    parameter: 'options.strategy.criterion',
-    functionName,
-  });
-  const threshold = validateNumber(adaptive.threshold ?? 0.95, {
-    parameter: 'options.strategy.threshold',
-    functionName,
-    min: 0,
-    max: 1,
-    exclusiveMin: true,
-    exclusiveMax: true,
-  });
-  const minSamples = validateInteger(adaptive.minSamples ?? 1, {
-    parameter: 'options.strategy.minSamples',
-    functionName,
-    min: 1,
-  });
-  return { type, criterion, threshold, minSamples };
+export function readSampling(value: unknown, functionName: string) {
+  return parseOptions(SAMPLING_SCHEMA, value, { parameter: 'options.sampling', functionName });
 }

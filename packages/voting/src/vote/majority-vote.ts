@@ -1,10 +1,12 @@
+import { InvalidArgumentError, rejectIneffective, validateFiniteArray } from '@rlvr/core';
 import {
-  InvalidArgumentError,
-  rejectIneffective,
-  validateFiniteArray,
-  validateOneOf,
-  validateOptions,
-} from '@rlvr/core';
+  custom,
+  defineOptions,
+  type OptionsInput,
+  oneOf,
+  optional,
+  withDefault,
+} from '@rlvr/options';
 import { defaultEquals, defaultExtract } from './defaults.js';
 import { voteDistribution } from './distribution.js';
 import type {
@@ -15,29 +17,43 @@ import type {
   VoteSample,
   Weighting,
 } from './types.js';
+import { ANSWER_FIELDS } from './vote-fields.js';
 
 /** A cluster before the vote's shares are known. @internal */
 export type RawCluster = Omit<VoteCluster, 'share'>;
 
-/** Options of {@link majorityVote}. */
-export type MajorityVoteOptions = {
-  /** Answer extractor. Default: the math verifier's (`extractAnswer` of @rlvr/verifiers). */
-  extract?: ExtractFn;
-  /** Answer equivalence. Default: the math verifier's (`mathEquivalent` of @rlvr/verifiers). */
-  equals?: EqualsFn;
-  /** Default `uniform`. */
-  weighting?: Weighting;
-  /** Per-sample weights for `weighting: 'provided'` (overrides the samples' `weight` fields). */
-  weights?: readonly number[];
-};
-
 const FN = 'majorityVote';
-const WEIGHTINGS: readonly Weighting[] = [
+const WEIGHTINGS = [
   'uniform',
   'provided',
   'sequence-logprob',
   'mean-logprob',
-];
+] as const satisfies readonly Weighting[];
+
+/**
+ * The options of {@link majorityVote}, declared once: {@link MajorityVoteOptions},
+ * {@link MAJORITY_VOTE_DEFAULTS}, the validation and the README table come from it.
+ */
+export const MAJORITY_VOTE_OPTIONS = defineOptions(
+  {
+    ...ANSWER_FIELDS,
+    weighting: withDefault(
+      oneOf(WEIGHTINGS),
+      'uniform',
+      "How much each sample's vote counts: `uniform` (1 each), `provided` (the samples' `weight` fields or `weights`), `sequence-logprob` (relative sequence probability), `mean-logprob` (exp of the mean token logprob).",
+    ),
+    weights: optional(
+      custom<readonly number[]>(() => true, 'one weight per sample'),
+      "Per-sample weights for `weighting: 'provided'` (overrides the samples' `weight` fields).",
+    ),
+  },
+  { parameter: 'options', functionName: FN },
+);
+
+/** Options of {@link majorityVote} (see {@link MAJORITY_VOTE_OPTIONS} for each one). */
+export type MajorityVoteOptions = OptionsInput<typeof MAJORITY_VOTE_OPTIONS.schema>;
+/** The defaults of {@link majorityVote}'s options. */
+export const MAJORITY_VOTE_DEFAULTS = MAJORITY_VOTE_OPTIONS.defaults;
 
 /** @internal */
 export function textOf(sample: VoteSample): string {
@@ -190,15 +206,8 @@ export function majorityVote(
   options?: MajorityVoteOptions,
 ): VoteResult {
   const input = readSamples(samples, FN);
-  const raw = validateOptions<MajorityVoteOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: ['extract', 'equals', 'weighting', 'weights'],
-  });
-  const weighting = validateOneOf(raw.weighting ?? 'uniform', WEIGHTINGS, {
-    parameter: 'options.weighting',
-    functionName: FN,
-  });
+  const raw = MAJORITY_VOTE_OPTIONS.parse(options);
+  const { weighting } = raw;
   if (raw.weights !== undefined && weighting !== 'provided') {
     rejectIneffective({
       parameter: 'options.weights',
@@ -207,8 +216,8 @@ export function majorityVote(
       functionName: FN,
     });
   }
-  const extract = checkFunction(raw.extract, 'options.extract') ?? defaultExtract;
-  const equals = checkFunction(raw.equals, 'options.equals') ?? defaultEquals;
+  const extract = raw.extract ?? defaultExtract;
+  const equals = raw.equals ?? defaultEquals;
   if (
     raw.weights !== undefined &&
     (!Array.isArray(raw.weights) || raw.weights.length !== input.length)

@@ -1,0 +1,24 @@
+import { staleReadmeTables } from '@rlvr/options/readme';
+import { describe, expect, it } from 'vitest';
+import { TRACE_CONFIDENCE_OPTIONS } from './confidence/confidence.js';
+import { CONFIDENCE_VOTE_OPTIONS } from './confidence/confidence-vote.js';
+import { ADAPTIVE_VOTE_OPTIONS, VOTE_OPTIONS } from './sampling/sampled-vote.js';
+import { MAJORITY_VOTE_OPTIONS } from './vote/majority-vote.js';
+
+const README = new URL('../README.md', import.meta.url);
+
+describe('README options tables', () => {
+  it('should be the tables generated from the options schemas', () => {
+    const tables = {
+      majorityVote: MAJORITY_VOTE_OPTIONS.schema,
+      traceConfidence: TRACE_CONFIDENCE_OPTIONS.schema,
+      confidenceVote: CONFIDENCE_VOTE_OPTIONS.schema,
+      vote: VOTE_OPTIONS.schema,
+      adaptiveVote: ADAPTIVE_VOTE_OPTIONS.schema,
+    };
+    expect(
+      staleReadmeTables(README, tables),
+      'run UPDATE_OPTIONS_TABLES=1 npx vitest run src/readme-options.test.ts',
+    ).toEqual([]);
+  });
+});
