@@ -103,7 +103,14 @@ describe.each([
       },
       { signal: controller.signal },
     );
-    setTimeout(() => controller.abort(), 60);
+    // abort once both streams are open and sending (a fixed delay raced the requests on a busy
+    // machine: at 60 ms neither had reached the server yet)
+    const open = () =>
+      served.server.log.slice(started).filter((e) => e.body?.stream === true && e.tokensSent > 0)
+        .length;
+    const deadline = Date.now() + 30_000;
+    while (open() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    controller.abort();
     await expect(pending).rejects.toSatisfy((error) => AbortedError.isInstance(error));
     slow = false;
     await new Promise((resolve) => setTimeout(resolve, 50));
