@@ -65,7 +65,10 @@ function oursOrRefusal(job: Record<string, unknown>): Result | string {
     return ours(job);
   } catch (error) {
     const stderr = String((error as { stderr?: unknown }).stderr ?? error);
-    const line = stderr.split('\n').find((l) => /Error/.test(l)) ?? stderr.split('\n')[0]!;
+    // the typed error's first line (tfjs-wasm's handler prints its own source line first)
+    const lines = stderr.split('\n').filter((l) => !l.includes('WasmBackendModule'));
+    const line =
+      lines.find((l) => /^\w*Error\b/.test(l.trim()) || /MEMORY_LIMIT/.test(l)) ?? lines[0] ?? '';
     return line.trim().slice(0, 400);
   }
 }
