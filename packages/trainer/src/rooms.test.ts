@@ -2,19 +2,21 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-// The trainer's rooms, one way down (docs/architecture.md): batches and RoPE / attention tables at
-// the bottom, the engines (the tfjs kernels in backend/, the native engine) above them, the model
-// API above the engines, the training steps above the model, the GRPO loop on top. Each room may
-// import only from the rooms listed for it (tests and test-only helpers excepted).
+// The trainer's rooms, one way down (docs/architecture.md): batches and RoPE / attention tables,
+// and onnxruntime-node's binding (ort/), at the bottom, the engines (the tfjs kernels in backend/,
+// the native engine) above them, the model API above the engines, the training steps above the
+// model, the GRPO loop on top. Each room may import only from the rooms listed for it (tests and
+// test-only helpers excepted).
 const ALLOWED: Record<string, readonly string[]> = {
   batch: [],
+  ort: [],
   optim: [],
   errors: [],
-  backend: ['batch'],
-  native: ['batch'],
-  model: ['batch', 'backend', 'native'],
-  train: ['batch', 'backend', 'native', 'model', 'optim', 'errors'],
-  grpo: ['batch', 'backend', 'native', 'model', 'optim', 'errors', 'train'],
+  backend: ['batch', 'ort'],
+  native: ['batch', 'ort'],
+  model: ['batch', 'ort', 'backend', 'native'],
+  train: ['batch', 'ort', 'backend', 'native', 'model', 'optim', 'errors'],
+  grpo: ['batch', 'ort', 'backend', 'native', 'model', 'optim', 'errors', 'train'],
 };
 
 describe('the trainer source rooms', () => {

@@ -1,5 +1,6 @@
 import { GraphBuilder, OnnxDataType, valueInfo } from '@rlvr/model';
 import * as tf from '@tensorflow/tfjs-core';
+import { loadOrtRuntime, type NativeSession, type OrtRuntime } from '../ort/ort-binding.js';
 
 /** Name of the matMul kernel this package registers for wasm when onnxruntime-node is installed. */
 export const ORT_MAT_MUL = 'RlvrOrtMatMul';
@@ -7,33 +8,13 @@ export const ORT_MAT_MUL = 'RlvrOrtMatMul';
 /** Attributes of {@link ORT_MAT_MUL}: transpose flags of the last two axes. */
 export type OrtMatMulAttrs = { transposeA: boolean; transposeB: boolean };
 
-type OrtTensor = { data: Float32Array };
-type OrtTensorConstructor = new (
-  type: 'float32',
-  data: Float32Array,
-  dims: readonly number[],
-) => OrtTensor;
-/** The synchronous session of onnxruntime-node's native binding (its JS wrapper is async). */
-type NativeSession = {
-  loadModel(buffer: ArrayBufferLike, offset: number, length: number, options: object): void;
-  run(
-    feeds: Record<string, OrtTensor>,
-    fetches: Record<string, null>,
-    options: object,
-  ): Record<string, OrtTensor>;
-  dispose(): void;
-};
-type NativeBinding = { InferenceSession: new () => NativeSession };
-
 type WasmBackendInternals = {
   wasm: { HEAPU8: Uint8Array };
   dataIdMap: { get(dataId: object): { memoryOffset: number } };
   makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo;
 };
 
-type Runtime = { binding: NativeBinding; Tensor: OrtTensorConstructor };
-
-let runtime: Runtime | undefined;
+let runtime: OrtRuntime | undefined;
 let active = false;
 /** Threads of the matMul sessions created from now on (0: onnxruntime's default, all cores). */
 let threads = 0;
@@ -54,31 +35,9 @@ function sessionOptions(spinning = false): object {
   };
 }
 
-/**
- * Loads onnxruntime-node's native binding (an optional peer dependency). Its `session.run` is
- * synchronous underneath the Promise of the public API, which is what a tfjs kernel needs.
- * @throws when onnxruntime-node is not installed or its binding does not load.
- */
-async function loadRuntime(): Promise<Runtime> {
-  if (runtime !== undefined) return runtime;
-  const moduleName = 'onnxruntime-node';
-  const ort = (await import(/* @vite-ignore */ moduleName)) as {
-    Tensor?: OrtTensorConstructor;
-    default?: { Tensor?: OrtTensorConstructor };
-  };
-  const bindingModule = (await import(/* @vite-ignore */ `${moduleName}/dist/binding.js`)) as {
-    binding?: NativeBinding;
-    initOrt?: () => void;
-    default?: { binding?: NativeBinding; initOrt?: () => void };
-  };
-  const Tensor = ort.Tensor ?? ort.default?.Tensor;
-  const binding = bindingModule.binding ?? bindingModule.default?.binding;
-  const initOrt = bindingModule.initOrt ?? bindingModule.default?.initOrt;
-  if (Tensor === undefined || binding === undefined || initOrt === undefined) {
-    throw new Error('onnxruntime-node has no native binding at dist/binding.js (expected 1.30)');
-  }
-  initOrt();
-  runtime = { binding, Tensor };
+/** Loads onnxruntime-node's binding (`../ort/`) and keeps it for the kernels. */
+async function loadRuntime(): Promise<OrtRuntime> {
+  runtime ??= await loadOrtRuntime();
   return runtime;
 }
 
