@@ -4,6 +4,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../backend/select-backend.js';
 import type { TokenSequence } from '../batch/token-batch.js';
 import { createLlamaModel } from '../model/llama-model.js';
+import {
+  expectSameGrpoSteps,
+  expectSameTrainedWeights,
+  weightsOf,
+  worstDifference,
+} from '../testing/engine-compare.js';
 import { createPolicyTrainer, type PolicyTrainerOptions } from './policy-trainer.js';
 import type { GrpoBatch, GrpoStepOptions } from './trainer-types.js';
 
@@ -46,18 +52,6 @@ async function trainer(checkpoint: Checkpoint, native: boolean, options: PolicyT
 beforeAll(async () => {
   await selectBackend({ candidates: ['wasm'], matMul: 'backend' });
 });
-
-const weightsOf = (checkpoint: Checkpoint) =>
-  new Map(checkpoint.tensors.map((tensor) => [tensor.name, tensor.data]));
-
-function worst(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
-  let out = 0;
-  for (const [name, data] of a) {
-    const other = b.get(name)!;
-    for (let i = 0; i < data.length; i++) out = Math.max(out, Math.abs(data[i]! - other[i]!));
-  }
-  return out;
-}
 
 type Case = {
   name: string;
@@ -116,30 +110,9 @@ describe('the loss variants on the native engine', () => {
           const start = reference.policy.completionLogprobs(batch.sequences).logprobs;
           batch.behaviourLogprobs = start.map((row, r) => row.map((lp) => lp + c.behaviour![r]!));
         }
-        let masked = 0;
-        for (let call = 0; call < 2; call++) {
-          const want = reference.policy.grpoStep(batch, c.step).steps;
-          const got = native.policy.grpoStep(batch, c.step).steps;
-          expect(got.length).toBe(want.length);
-          got.forEach((step, index) => {
-            const expected = want[index]!;
-            expect(step.skipped).toBe(false);
-            const bound = call === 0 && index === 0 ? 1e-5 : 1e-3;
-            for (const key of ['loss', 'policyLoss', 'kl', 'entropy', 'ratioMean'] as const) {
-              expect(Math.abs(step[key] - expected[key]), key).toBeLessThan(bound);
-            }
-            expect(Math.abs(step.gradNorm - expected.gradNorm) / expected.gradNorm).toBeLessThan(
-              bound,
-            );
-            expect(step.clipFraction).toBe(expected.clipFraction);
-            expect(step.offPolicyMaskedFraction).toBe(expected.offPolicyMaskedFraction);
-            masked += expected.offPolicyMaskedFraction;
-          });
-        }
+        const { masked } = expectSameGrpoSteps(reference, native, batch, c.step);
         if (c.behaviour) expect(masked).toBeGreaterThan(0);
-        const trained = weightsOf(reference.model.toCheckpoint());
-        expect(worst(weightsOf(native.model.toCheckpoint()), trained)).toBeLessThan(1e-3);
-        expect(worst(trained, weightsOf(checkpoint))).toBeGreaterThan(1e-2);
+        expectSameTrainedWeights(reference, native, checkpoint);
       } finally {
         for (const { model, policy } of [reference, native]) {
           policy.dispose();
@@ -168,11 +141,13 @@ describe('the loss variants on the native engine', () => {
     expect(Math.abs(whole.steps[1]!.loss - split.steps[1]!.loss)).toBeLessThan(1e-5);
     // float32 sums in another order; Adam's normalization amplifies the rounding of entries whose
     // gradient is near zero (lr 1e-2, two updates): 2.6e-5 seen on the native engine
-    expect(worst(whole.weights, split.weights)).toBeLessThan(1e-4);
+    expect(worstDifference(whole.weights, split.weights)).toBeLessThan(1e-4);
     // and the selection changes the update: ρ = 1 (every token) trains differently
     const all = await trainer(checkpoint, true, {});
     all.policy.grpoStep(batch, { numIterations: 2 });
-    expect(worst(weightsOf(all.model.toCheckpoint()), whole.weights)).toBeGreaterThan(1e-3);
+    expect(worstDifference(weightsOf(all.model.toCheckpoint()), whole.weights)).toBeGreaterThan(
+      1e-3,
+    );
     all.policy.dispose();
     all.model.dispose();
   });
