@@ -4,8 +4,8 @@
  * [--repeats 2]` (from packages/rollout; one family per process keeps one model in memory).
  *
  * Shapes: Qwen3-0.6B, Llama-3.2-1B (llama3 RoPE scaling), Gemma-3-1B (sliding window 512 on 5 of
- * every 6 layers, GeGLU, four norms), each from its real `config.json` sizes (context trimmed to
- * 512). The `loop` engine in-process on 2 threads, by default with the weights as graph inputs
+ * every 6 layers, GeGLU, four norms), each its real `config.json` (`@rlvr/model/test`; context
+ * trimmed to 512). The `loop` engine in-process on 2 threads, by default with the weights as graph inputs
  * (`--weight-sync inputs`: one copy of the weights besides the checkpoint's; `auto` builds them
  * into the graph: faster decoding, two more copies while the session is made), temperature 0.8, top-p 1, EOS
  * ignored; G samples of one 32-token prompt. Rows: median tokens/s of the repeats after a warm-up,
@@ -21,6 +21,7 @@ import {
   createRandomCheckpoint,
   parseModelConfig,
 } from '@rlvr/model';
+import { GEMMA_3_1B, LLAMA_3_2_1B, QWEN3_0_6B } from '@rlvr/model/test';
 import { createOnnxSampler } from '../src/index.js';
 
 const { values: args } = parseArgs({
@@ -33,54 +34,11 @@ const { values: args } = parseArgs({
   },
 });
 
+// their config.json (@rlvr/model/test)
 const SHAPES: Record<string, Record<string, unknown>> = {
-  qwen3: {
-    model_type: 'qwen3',
-    hidden_size: 1024,
-    num_hidden_layers: 28,
-    num_attention_heads: 16,
-    num_key_value_heads: 8,
-    head_dim: 128,
-    intermediate_size: 3072,
-    vocab_size: 151936,
-    rope_theta: 1000000,
-    tie_word_embeddings: true,
-  },
-  llama3: {
-    model_type: 'llama',
-    hidden_size: 2048,
-    num_hidden_layers: 16,
-    num_attention_heads: 32,
-    num_key_value_heads: 8,
-    head_dim: 64,
-    intermediate_size: 8192,
-    vocab_size: 128256,
-    rope_theta: 500000,
-    rope_scaling: {
-      rope_type: 'llama3',
-      factor: 32,
-      low_freq_factor: 1,
-      high_freq_factor: 4,
-      original_max_position_embeddings: 8192,
-    },
-    rms_norm_eps: 1e-5,
-    tie_word_embeddings: true,
-  },
-  gemma3: {
-    model_type: 'gemma3_text',
-    hidden_size: 1152,
-    num_hidden_layers: 26,
-    num_attention_heads: 4,
-    num_key_value_heads: 1,
-    head_dim: 256,
-    intermediate_size: 6912,
-    vocab_size: 262144,
-    query_pre_attn_scalar: 256,
-    sliding_window: 512,
-    sliding_window_pattern: 6,
-    rope_theta: 1000000,
-    rope_local_base_freq: 10000,
-  },
+  qwen3: QWEN3_0_6B,
+  llama3: LLAMA_3_2_1B,
+  gemma3: GEMMA_3_1B,
 };
 
 const PROMPT = 32;

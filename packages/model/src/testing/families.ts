@@ -1,7 +1,8 @@
 /**
  * `config.json` of public checkpoints (Hugging Face Hub, transcribed field by field: shapes for
- * benches) and tiny configs of each family with every special rule on (for fast tests). Exported as
- * `@rlvr/model/test`.
+ * benches: SmolLM2-135M/360M, Qwen2.5-0.5B/1.5B, Qwen3-0.6B, Llama-3.2-1B, Gemma-3-1B,
+ * SmolLM3-3B) and tiny configs of each family with every special rule on (for fast tests).
+ * Exported as `@rlvr/model/test`.
  */
 
 export const QWEN3_0_6B = {
@@ -98,6 +99,82 @@ export const GEMMA_3_1B = {
   transformers_version: '4.50.0.dev0',
   use_cache: true,
   vocab_size: 262144,
+};
+
+export const SMOLLM2_135M = {
+  architectures: ['LlamaForCausalLM'],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 0,
+  eos_token_id: 0,
+  hidden_act: 'silu',
+  hidden_size: 576,
+  initializer_range: 0.041666666666666664,
+  intermediate_size: 1536,
+  is_llama_config: true,
+  max_position_embeddings: 8192,
+  mlp_bias: false,
+  model_type: 'llama',
+  num_attention_heads: 9,
+  num_hidden_layers: 30,
+  num_key_value_heads: 3,
+  pretraining_tp: 1,
+  rms_norm_eps: 1e-5,
+  rope_interleaved: false,
+  rope_scaling: null,
+  rope_theta: 100000,
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+  transformers_version: '4.42.3',
+  use_cache: true,
+  vocab_size: 49152,
+};
+
+export const SMOLLM2_360M = {
+  ...SMOLLM2_135M,
+  hidden_size: 960,
+  initializer_range: 0.02,
+  intermediate_size: 2560,
+  num_attention_heads: 15,
+  num_hidden_layers: 32,
+  num_key_value_heads: 5,
+};
+
+export const QWEN2_5_0_5B = {
+  architectures: ['Qwen2ForCausalLM'],
+  attention_dropout: 0.0,
+  bos_token_id: 151643,
+  eos_token_id: 151643,
+  hidden_act: 'silu',
+  hidden_size: 896,
+  initializer_range: 0.02,
+  intermediate_size: 4864,
+  max_position_embeddings: 32768,
+  max_window_layers: 24,
+  model_type: 'qwen2',
+  num_attention_heads: 14,
+  num_hidden_layers: 24,
+  num_key_value_heads: 2,
+  rms_norm_eps: 1e-6,
+  rope_theta: 1000000.0,
+  sliding_window: 32768,
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+  transformers_version: '4.40.1',
+  use_cache: true,
+  use_sliding_window: false,
+  vocab_size: 151936,
+};
+
+export const QWEN2_5_1_5B = {
+  ...QWEN2_5_0_5B,
+  hidden_size: 1536,
+  intermediate_size: 8960,
+  max_position_embeddings: 131072,
+  max_window_layers: 28,
+  num_attention_heads: 12,
+  num_hidden_layers: 28,
+  sliding_window: 131072,
 };
 
 export const SMOLLM3_3B = {

@@ -1,7 +1,11 @@
 export {
   GEMMA_3_1B,
   LLAMA_3_2_1B,
+  QWEN2_5_0_5B,
+  QWEN2_5_1_5B,
   QWEN3_0_6B,
+  SMOLLM2_135M,
+  SMOLLM2_360M,
   SMOLLM3_3B,
   TINY_FAMILY_CONFIGS,
 } from './families.js';
