@@ -25,6 +25,10 @@ export {
 } from './onnx/onnx-sampler.js';
 export { EXECUTION_PROVIDERS, type ExecutionProvider } from './onnx/ort.js';
 export type { WeightSync } from './onnx/sampler-options.js';
-export { ONNX_SAMPLER_OPTION_KEYS } from './onnx/sampler-options.js';
+export {
+  ONNX_SAMPLER_DEFAULTS,
+  ONNX_SAMPLER_OPTION_KEYS,
+  ONNX_SAMPLER_OPTIONS,
+} from './onnx/sampler-options.js';
 export type { TokenizerFiles } from './tokenizer/rollout-tokenizer.js';
 export { VERSION } from './version.js';
