@@ -119,7 +119,7 @@ export const ONNX_SAMPLER_OPTIONS = defineOptions(
       description:
         '`loop`: a graph built from the checkpoint samples `stepsPerRun` tokens per `session.run` in-graph (same processors, seeds and logprobs as `optimum`, in float32); `optimum`: the Optimum-style decoder, one `session.run` per token, sampled in JavaScript in float64 (the only choice with `onnxPath`).',
       defaultText:
-        'with a checkpoint: `loop` from 0.3M parameters (see [Engines](#engines)), `optimum` below, or `loop` when `stepsPerRun` or `weightSync: inputs` is set',
+        'with a checkpoint: `loop` from 0.3M parameters (README "Engines"), `optimum` below, or `loop` when `stepsPerRun` or `weightSync: inputs` is set',
     }),
     stepsPerRun: optional(integer({ min: 1, max: 1024 }), {
       description:
