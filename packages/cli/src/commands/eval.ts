@@ -8,13 +8,17 @@ import {
 } from '@rlvr/core';
 import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS, type DatasetRecord } from '../data/load-dataset.js';
+import type { DatasetRecord } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import { BASE_URL_FLAG, SERVED_MODEL_KEYS, SERVED_MODEL_SCHEMA } from '../model/served-model.js';
-import { resolveRewards } from '../rewards/resolve-rewards.js';
+import { BASE_URL_FLAG } from '../model/served-model.js';
+import { REWARDS_SCHEMA, resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command } from './command.js';
-import { sampleDataset } from './sample-dataset.js';
+import {
+  SAMPLE_DATASET_KEYS_HELP,
+  SAMPLE_DATASET_NESTED,
+  SAMPLE_DATASET_SCHEMAS,
+  sampleDataset,
+} from './sample-dataset.js';
 import {
   checkOutput,
   openOutput,
@@ -39,12 +43,8 @@ const spec: ConfigSpec = {
     'sampler',
     ...SAMPLING_KEYS,
   ],
-  nested: {
-    dataset: DATASET_KEYS,
-    sampler: SAMPLER_KEYS,
-    model: SERVED_MODEL_KEYS,
-  },
-  schemas: { model: SERVED_MODEL_SCHEMA },
+  nested: SAMPLE_DATASET_NESTED,
+  schemas: { ...SAMPLE_DATASET_SCHEMAS, rewards: REWARDS_SCHEMA },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS, threshold: 1 },
   required: ['model', 'dataset', 'rewards', 'maxNewTokens'],
 };
@@ -120,9 +120,11 @@ export const evalCommand: Command = {
 @rlvr/openai options; --base-url URL with model = the served name), dataset, rewards (as in grpo), n (samples per prompt), ks (default
 1, 2, 4, … n), threshold (a sample is correct when its weighted reward ≥ threshold; default 1),
 batchSize, outputDir (writes eval-results.json and eval-samples.jsonl there), sampler, and the
-SampleRequest keys maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed.
+SampleRequest keys ${SAMPLING_KEYS.join(', ')}.
 maj@k votes over the extracted final answers (@rlvr/voting) against the answer column.
-${SAMPLING_DEFAULTS_HELP}`,
+${SAMPLING_DEFAULTS_HELP}
+
+${SAMPLE_DATASET_KEYS_HELP}`,
   example: `rlvr eval --config eval.yaml --set model=grpo-run --set n=8
 # eval.yaml
 model: grpo-run

@@ -1,11 +1,14 @@
 import { ErrorCode, validateInteger } from '@rlvr/core';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import { BASE_URL_FLAG, SERVED_MODEL_KEYS, SERVED_MODEL_SCHEMA } from '../model/served-model.js';
+import { BASE_URL_FLAG } from '../model/served-model.js';
 import type { Command } from './command.js';
-import { sampleDataset } from './sample-dataset.js';
+import {
+  SAMPLE_DATASET_KEYS_HELP,
+  SAMPLE_DATASET_NESTED,
+  SAMPLE_DATASET_SCHEMAS,
+  sampleDataset,
+} from './sample-dataset.js';
 import {
   checkOutput,
   openOutput,
@@ -16,12 +19,8 @@ import {
 
 const spec: ConfigSpec = {
   known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
-  nested: {
-    dataset: DATASET_KEYS,
-    sampler: SAMPLER_KEYS,
-    model: SERVED_MODEL_KEYS,
-  },
-  schemas: { model: SERVED_MODEL_SCHEMA },
+  nested: SAMPLE_DATASET_NESTED,
+  schemas: SAMPLE_DATASET_SCHEMAS,
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'out', 'maxNewTokens'],
 };
@@ -35,10 +34,12 @@ export const generateCommand: Command = {
   details: `Config keys: model (a checkpoint folder, or a served model { baseURL, model, api, … }:
 @rlvr/openai options; --base-url URL with model = the served name), dataset, out (the JSONL to write), n (completions per prompt, G),
 batchSize (prompts per sampler call), sampler (@rlvr/rollout options) and the SampleRequest keys
-maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed. Each output line:
+${SAMPLING_KEYS.join(', ')}. Each output line:
 {"id", "prompt", "answer"?, "completions": [{"text", "finishReason", "tokens"}]}. The output
 feeds rlvr vote (samples) or your own analysis.
-${SAMPLING_DEFAULTS_HELP}`,
+${SAMPLING_DEFAULTS_HELP}
+
+${SAMPLE_DATASET_KEYS_HELP}`,
   example: `rlvr generate --set model=grpo-run --set dataset=data/test.jsonl --set out=samples.jsonl \\
   --set n=8 --set maxNewTokens=32 --set temperature=0.7`,
   async run(context) {
