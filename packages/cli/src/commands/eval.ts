@@ -1,11 +1,6 @@
 import { join } from 'node:path';
-import {
-  ErrorCode,
-  passAtK,
-  validateInteger,
-  validateNumber,
-  type WeightedReward,
-} from '@rlvr/core';
+import { ErrorCode, passAtK, type WeightedReward } from '@rlvr/core';
+import { custom, defaultsOf, number, object, optional, text, withDefault } from '@rlvr/options';
 import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
 import type { DatasetRecord } from '../data/load-dataset.js';
@@ -22,6 +17,7 @@ import {
 import {
   checkOutput,
   openOutput,
+  readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
@@ -29,6 +25,26 @@ import {
 
 /** Files `rlvr eval` writes into `outputDir`. */
 export const EVAL_FILES = { results: 'eval-results.json', samples: 'eval-samples.jsonl' } as const;
+
+/** Keys of `eval` beside the sampling ones, declared once (JSON Schema, default, check). */
+const EVAL_SCHEMAS = {
+  ks: optional(
+    custom<number[]>(() => true, 'integers in [1, n]'),
+    {
+      description: 'The k values of the pass@k / maj@k table.',
+      defaultText: '1, 2, 4, … n',
+    },
+  ),
+  threshold: withDefault(
+    number(),
+    1,
+    'A sample is correct when its weighted reward is at least this.',
+  ),
+  outputDir: optional(text('a folder path'), {
+    description: 'Writes eval-results.json and eval-samples.jsonl there.',
+    defaultText: 'no files',
+  }),
+};
 
 const spec: ConfigSpec = {
   known: [
@@ -44,8 +60,8 @@ const spec: ConfigSpec = {
     ...SAMPLING_KEYS,
   ],
   nested: SAMPLE_DATASET_NESTED,
-  schemas: { ...SAMPLE_DATASET_SCHEMAS, rewards: REWARDS_SCHEMA },
-  defaults: { ...SAMPLING_COMMAND_DEFAULTS, threshold: 1 },
+  schemas: { ...SAMPLE_DATASET_SCHEMAS, ...EVAL_SCHEMAS, rewards: REWARDS_SCHEMA },
+  defaults: { ...SAMPLING_COMMAND_DEFAULTS, ...defaultsOf(object(EVAL_SCHEMAS)) },
   required: ['model', 'dataset', 'rewards', 'maxNewTokens'],
 };
 
@@ -136,9 +152,7 @@ outputDir: grpo-run`,
     const { config, io } = context;
     const values = config.values;
     const source = (key: string) => config.origins.get(key) ?? config.file;
-    const n = validateInteger(values.n, { parameter: 'n', min: 1 });
-    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
-    validateNumber(values.threshold, { parameter: 'threshold' });
+    const { n, threshold } = readSampleCounts(values, { threshold: EVAL_SCHEMAS.threshold });
     const ks = (values.ks as number[] | undefined) ?? defaultKs(n);
     const outputDir = values.outputDir as string | undefined;
     if (outputDir !== undefined) {
@@ -157,7 +171,6 @@ outputDir: grpo-run`,
       }
     }
     const { records, groups } = await sampleDataset(context, 'eval');
-    const threshold = values.threshold as number;
     const samples = [];
     for (const [index, record] of records.entries()) {
       const scored = [];

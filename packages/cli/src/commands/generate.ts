@@ -1,4 +1,5 @@
-import { ErrorCode, validateInteger } from '@rlvr/core';
+import { ErrorCode } from '@rlvr/core';
+import { optional, text } from '@rlvr/options';
 import type { ConfigSpec } from '../config/load-config.js';
 import { ConfigError } from '../errors/config-error.js';
 import { BASE_URL_FLAG } from '../model/served-model.js';
@@ -12,6 +13,7 @@ import {
 import {
   checkOutput,
   openOutput,
+  readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
@@ -20,7 +22,10 @@ import {
 const spec: ConfigSpec = {
   known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
   nested: SAMPLE_DATASET_NESTED,
-  schemas: SAMPLE_DATASET_SCHEMAS,
+  schemas: {
+    ...SAMPLE_DATASET_SCHEMAS,
+    out: optional(text('a file path'), 'The JSONL file to write.'),
+  },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'out', 'maxNewTokens'],
 };
@@ -46,8 +51,7 @@ ${SAMPLE_DATASET_KEYS_HELP}`,
     const { config, io } = context;
     const values = config.values;
     const source = (key: string) => config.origins.get(key) ?? config.file;
-    validateInteger(values.n, { parameter: 'n', min: 1 });
-    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+    readSampleCounts(values);
     if (typeof values.out !== 'string' || values.out === '') {
       throw new ConfigError({
         key: 'out',

@@ -8,7 +8,7 @@ import {
   SAMPLE_REQUEST_KEYS,
   type Sampler,
 } from '@rlvr/core';
-import { integer, withDefault } from '@rlvr/options';
+import { integer, object, parseOptions, type Schema, withDefault } from '@rlvr/options';
 import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
 
@@ -50,6 +50,19 @@ export const SAMPLING_COMMAND_SCHEMAS = {
     "Prompts per sampler call (the CLI's default).",
   ),
 };
+
+/**
+ * A config's `n` and `batchSize` (and `more` of the command's own keys), checked against their
+ * schemas: `Invalid argument for parameter 'n': expected an integer >= 1, got 0`.
+ */
+export function readSampleCounts<const More extends Record<string, Schema>>(
+  values: Readonly<Record<string, unknown>>,
+  more: More = {} as More,
+) {
+  const shape = { ...SAMPLING_COMMAND_SCHEMAS, ...more };
+  const picked = Object.fromEntries(Object.keys(shape).map((key) => [key, values[key]]));
+  return parseOptions(object(shape), picked, { parameter: '' });
+}
 
 /**
  * The defaults a `generate` / `eval` config starts from: {@link CLI_SAMPLING_DEFAULTS} and core's

@@ -1,4 +1,3 @@
-import { validateInteger } from '@rlvr/core';
 import type { VoteRecord } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
 import { BASE_URL_FLAG } from '../model/served-model.js';
@@ -11,6 +10,7 @@ import {
 } from './sample-dataset.js';
 import {
   checkOutput,
+  readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
@@ -50,8 +50,7 @@ ${SAMPLE_DATASET_KEYS_HELP}`,
   async run(context) {
     const { config } = context;
     const values = config.values;
-    validateInteger(values.n, { parameter: 'n', min: 1 });
-    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+    readSampleCounts(values);
     const out = context.flags.out as string | undefined;
     if (out !== undefined) checkOutput(out, context.overwrite);
     const { records, groups } = await sampleDataset(context, 'vote');
