@@ -1,6 +1,7 @@
 export type { TokenEvent } from './engine/generate-batch.js';
 export {
   DistributionBuilder,
+  LOGITS_OPTIONS,
   type LogitsProcessorOptions,
   processLogits,
   type ResolvedLogitsOptions,
