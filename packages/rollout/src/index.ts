@@ -9,7 +9,13 @@ export {
   type TokenDistribution,
 } from './generation/logits-processors.js';
 export { rawLogprob, type SampledToken, sequenceRng, TokenSampler } from './generation/samplers.js';
-export { findStopString, SequenceTracker, type StopMatch } from './generation/stopping-criteria.js';
+export {
+  findStopString,
+  SEQUENCE_TRACKER_OPTIONS,
+  SequenceTracker,
+  type SequenceTrackerOptions,
+  type StopMatch,
+} from './generation/stopping-criteria.js';
 export { HERMES_CHAT_TEMPLATE } from './multi-turn/hermes-template.js';
 export {
   type ParsedToolCalls,
