@@ -12,6 +12,7 @@ import {
   object,
   oneOf,
   optional,
+  parseOptions,
   text,
   withDefault,
 } from '@rlvr/options';
@@ -158,6 +159,22 @@ export type OnnxSamplerOptions = Omit<
  * check against the same list instead of a copy.
  */
 export const ONNX_SAMPLER_OPTION_KEYS = ONNX_SAMPLER_OPTIONS.keys;
+
+/**
+ * The call options of `sample`, `stream` and `sampleTrajectories`, declared once: `{ signal }`
+ * (core's abort contract).
+ */
+export const CALL_OPTIONS_SCHEMA = object({
+  signal: optional(
+    custom<AbortSignal>((value) => value instanceof AbortSignal, 'an AbortSignal'),
+    "Aborts the call (core's abort contract).",
+  ),
+});
+
+/** Checks a call's options (see {@link CALL_OPTIONS_SCHEMA}). @internal */
+export function readCallOptions(value: unknown, functionName: string) {
+  return parseOptions(CALL_OPTIONS_SCHEMA, value, { parameter: 'options', functionName });
+}
 
 /** What an omitted option of {@link createOnnxSampler} means (the others: see their defaultText). */
 export const ONNX_SAMPLER_DEFAULTS = ONNX_SAMPLER_OPTIONS.defaults;
