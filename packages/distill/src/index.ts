@@ -32,9 +32,9 @@ export {
   GENERATE_TRACES_OPTIONS,
 } from './traces/generate-traces-options.js';
 export type { TokenizeTracesOptions } from './traces/tokenize-traces.js';
-export { tokenizeTraces } from './traces/tokenize-traces.js';
+export { TOKENIZE_TRACES_OPTIONS, tokenizeTraces } from './traces/tokenize-traces.js';
 export type { ReadTracesOptions, TraceSettings, TracesHeader } from './traces/trace-file.js';
-export { readTraces, readTracesHeader } from './traces/trace-file.js';
+export { READ_TRACES_OPTIONS, readTraces, readTracesHeader } from './traces/trace-file.js';
 export type { PromptRecord, TraceRecord } from './traces/trace-record.js';
 export type { DistillCheckpoint } from './train/distill-checkpoint.js';
 export { loadDistillCheckpoint, saveDistillCheckpoint } from './train/distill-checkpoint.js';
@@ -54,6 +54,6 @@ export {
 } from './train/distill-options.js';
 export { distillStudent } from './train/distill-student.js';
 export { assertSharedTokenizer } from './train/shared-tokenizer.js';
-export type { TeacherLogits } from './train/teacher.js';
-export { annotateTopK, teacherFromModel } from './train/teacher.js';
+export type { AnnotateTopKOptions, TeacherLogits } from './train/teacher.js';
+export { ANNOTATE_TOP_K_OPTIONS, annotateTopK, teacherFromModel } from './train/teacher.js';
 export { VERSION } from './version.js';

@@ -2,7 +2,10 @@ import { staleReadmeTables } from '@rlvr/options/readme';
 import { describe, expect, it } from 'vitest';
 import { FILTER_TRACES_OPTIONS } from './filter/filter-traces.js';
 import { GENERATE_TRACES_OPTIONS } from './traces/generate-traces-options.js';
+import { TOKENIZE_TRACES_OPTIONS } from './traces/tokenize-traces.js';
+import { READ_TRACES_OPTIONS } from './traces/trace-file.js';
 import { DISTILL_STUDENT_OPTIONS } from './train/distill-options.js';
+import { ANNOTATE_TOP_K_OPTIONS } from './train/teacher.js';
 
 const README = new URL('../README.md', import.meta.url);
 
@@ -12,6 +15,9 @@ describe('README options tables', () => {
       generateTraces: GENERATE_TRACES_OPTIONS.schema,
       filterTraces: FILTER_TRACES_OPTIONS.schema,
       distillStudent: DISTILL_STUDENT_OPTIONS.schema,
+      readTraces: READ_TRACES_OPTIONS.schema,
+      tokenizeTraces: TOKENIZE_TRACES_OPTIONS.schema,
+      annotateTopK: ANNOTATE_TOP_K_OPTIONS.schema,
     };
     expect(
       staleReadmeTables(README, tables),

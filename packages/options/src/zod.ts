@@ -5,6 +5,7 @@ import * as mini from 'zod/mini';
  * the only run-time copy of zod (bundled into its build: no zod module graph to load at import).
  */
 export const zod = {
+  array: mini.array,
   discriminatedUnion: mini.discriminatedUnion,
   extend: mini.extend,
   literal: mini.literal,

@@ -5,7 +5,13 @@ export type {
   AllocationPolicy,
   AllocationState,
 } from './allocation/allocate.js';
-export { allocateVotes, planAllocationRound } from './allocation/allocate.js';
+export {
+  ALLOCATE_VOTES_DEFAULTS,
+  ALLOCATE_VOTES_OPTIONS,
+  ALLOCATION_POLICY_OPTIONS,
+  allocateVotes,
+  planAllocationRound,
+} from './allocation/allocate.js';
 export type { VoteRecord } from './cli/run-cli.js';
 export { parseRecords } from './cli/run-cli.js';
 export type { ConfidenceMeasure, TraceConfidenceOptions } from './confidence/confidence.js';
@@ -29,11 +35,17 @@ export type {
   DeepConfOnlineResult,
   DeepConfStopReason,
 } from './confidence/deepconf-online.js';
-export { deepConfOnline } from './confidence/deepconf-online.js';
+export {
+  DEEPCONF_ONLINE_DEFAULTS,
+  DEEPCONF_ONLINE_OPTIONS,
+  deepConfOnline,
+} from './confidence/deepconf-online.js';
 export type { CurvePoint, EstimatorOptions } from './estimators/curves.js';
 export {
   accuracyCurve,
   defaultKs,
+  ESTIMATOR_OPTIONS,
+  MAJ_AT_K_OPTIONS,
   majAtKFromAnswers,
   meanAccuracyCurve,
 } from './estimators/curves.js';
@@ -52,7 +64,11 @@ export {
   VOTE_OPTIONS,
   vote,
 } from './sampling/sampled-vote.js';
-export { betaStopProbability, dirichletStopProbability } from './sampling/stopping.js';
+export {
+  betaStopProbability,
+  DIRICHLET_STOP_OPTIONS,
+  dirichletStopProbability,
+} from './sampling/stopping.js';
 export { VERSION } from './version.js';
 export { defaultEquals, defaultExtract } from './vote/defaults.js';
 export type { MajorityVoteOptions } from './vote/majority-vote.js';
@@ -61,8 +77,8 @@ export {
   MAJORITY_VOTE_OPTIONS,
   majorityVote,
 } from './vote/majority-vote.js';
-export type { BestOfNResult, ScoredVoteOptions, Scorer } from './vote/scored.js';
-export { bestOfN, scoredVote } from './vote/scored.js';
+export type { BestOfNOptions, BestOfNResult, ScoredVoteOptions, Scorer } from './vote/scored.js';
+export { BEST_OF_N_OPTIONS, bestOfN, SCORED_VOTE_OPTIONS, scoredVote } from './vote/scored.js';
 export type {
   EqualsFn,
   ExtractFn,

@@ -30,9 +30,19 @@ import { createLlamaModel } from '@rlvr/trainer';
 import { keysHelp } from '../config/config-schema.js';
 import type { ConfigSpec, ResolvedConfig } from '../config/load-config.js';
 import { omitKeys } from '../config/option-keys.js';
-import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
+import {
+  DATASET_KEYS,
+  DATASET_SCHEMA,
+  loadDataset,
+  toPromptRecords,
+} from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { loadModel, SAMPLER_KEYS, selectTrainingBackend } from '../model/resolve-model.js';
+import {
+  loadModel,
+  SAMPLER_KEYS,
+  SAMPLER_SCHEMA,
+  selectTrainingBackend,
+} from '../model/resolve-model.js';
 import {
   BASE_URL_FLAG,
   type ModelSource,
@@ -42,7 +52,7 @@ import {
   SERVED_MODEL_SCHEMA,
   samplerOf,
 } from '../model/served-model.js';
-import { resolveRewards } from '../rewards/resolve-rewards.js';
+import { REWARDS_SCHEMA, resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command, CommandContext } from './command.js';
 import { checkRunFolder, outputDirOf } from './run-folder.js';
 import {
@@ -147,6 +157,9 @@ const spec: ConfigSpec = {
   required: ['teacher', 'student', 'dataset', 'rewards', 'outputDir'],
   schemas: {
     teacher: SERVED_MODEL_SCHEMA,
+    dataset: DATASET_SCHEMA,
+    rewards: REWARDS_SCHEMA,
+    sampler: SAMPLER_SCHEMA,
     traces: TRACES_SCHEMA,
     filter: FILTER_TRACES_OPTIONS.schema,
     loss: LOSS_SCHEMA,

@@ -1,23 +1,23 @@
 import { join } from 'node:path';
-import {
-  ErrorCode,
-  passAtK,
-  validateInteger,
-  validateNumber,
-  type WeightedReward,
-} from '@rlvr/core';
+import { ErrorCode, passAtK, type WeightedReward } from '@rlvr/core';
+import { custom, defaultsOf, number, object, optional, text, withDefault } from '@rlvr/options';
 import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS, type DatasetRecord } from '../data/load-dataset.js';
+import type { DatasetRecord } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import { BASE_URL_FLAG, SERVED_MODEL_KEYS, SERVED_MODEL_SCHEMA } from '../model/served-model.js';
-import { resolveRewards } from '../rewards/resolve-rewards.js';
+import { BASE_URL_FLAG } from '../model/served-model.js';
+import { REWARDS_SCHEMA, resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command } from './command.js';
-import { sampleDataset } from './sample-dataset.js';
+import {
+  SAMPLE_DATASET_KEYS_HELP,
+  SAMPLE_DATASET_NESTED,
+  SAMPLE_DATASET_SCHEMAS,
+  sampleDataset,
+} from './sample-dataset.js';
 import {
   checkOutput,
   openOutput,
+  readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
@@ -25,6 +25,26 @@ import {
 
 /** Files `rlvr eval` writes into `outputDir`. */
 export const EVAL_FILES = { results: 'eval-results.json', samples: 'eval-samples.jsonl' } as const;
+
+/** Keys of `eval` beside the sampling ones, declared once (JSON Schema, default, check). */
+const EVAL_SCHEMAS = {
+  ks: optional(
+    custom<number[]>(() => true, 'integers in [1, n]'),
+    {
+      description: 'The k values of the pass@k / maj@k table.',
+      defaultText: '1, 2, 4, … n',
+    },
+  ),
+  threshold: withDefault(
+    number(),
+    1,
+    'A sample is correct when its weighted reward is at least this.',
+  ),
+  outputDir: optional(text('a folder path'), {
+    description: 'Writes eval-results.json and eval-samples.jsonl there.',
+    defaultText: 'no files',
+  }),
+};
 
 const spec: ConfigSpec = {
   known: [
@@ -39,13 +59,9 @@ const spec: ConfigSpec = {
     'sampler',
     ...SAMPLING_KEYS,
   ],
-  nested: {
-    dataset: DATASET_KEYS,
-    sampler: SAMPLER_KEYS,
-    model: SERVED_MODEL_KEYS,
-  },
-  schemas: { model: SERVED_MODEL_SCHEMA },
-  defaults: { ...SAMPLING_COMMAND_DEFAULTS, threshold: 1 },
+  nested: SAMPLE_DATASET_NESTED,
+  schemas: { ...SAMPLE_DATASET_SCHEMAS, ...EVAL_SCHEMAS, rewards: REWARDS_SCHEMA },
+  defaults: { ...SAMPLING_COMMAND_DEFAULTS, ...defaultsOf(object(EVAL_SCHEMAS)) },
   required: ['model', 'dataset', 'rewards', 'maxNewTokens'],
 };
 
@@ -120,9 +136,11 @@ export const evalCommand: Command = {
 @rlvr/openai options; --base-url URL with model = the served name), dataset, rewards (as in grpo), n (samples per prompt), ks (default
 1, 2, 4, … n), threshold (a sample is correct when its weighted reward ≥ threshold; default 1),
 batchSize, outputDir (writes eval-results.json and eval-samples.jsonl there), sampler, and the
-SampleRequest keys maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed.
+SampleRequest keys ${SAMPLING_KEYS.join(', ')}.
 maj@k votes over the extracted final answers (@rlvr/voting) against the answer column.
-${SAMPLING_DEFAULTS_HELP}`,
+${SAMPLING_DEFAULTS_HELP}
+
+${SAMPLE_DATASET_KEYS_HELP}`,
   example: `rlvr eval --config eval.yaml --set model=grpo-run --set n=8
 # eval.yaml
 model: grpo-run
@@ -134,9 +152,7 @@ outputDir: grpo-run`,
     const { config, io } = context;
     const values = config.values;
     const source = (key: string) => config.origins.get(key) ?? config.file;
-    const n = validateInteger(values.n, { parameter: 'n', min: 1 });
-    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
-    validateNumber(values.threshold, { parameter: 'threshold' });
+    const { n, threshold } = readSampleCounts(values, { threshold: EVAL_SCHEMAS.threshold });
     const ks = (values.ks as number[] | undefined) ?? defaultKs(n);
     const outputDir = values.outputDir as string | undefined;
     if (outputDir !== undefined) {
@@ -155,7 +171,6 @@ outputDir: grpo-run`,
       }
     }
     const { records, groups } = await sampleDataset(context, 'eval');
-    const threshold = values.threshold as number;
     const samples = [];
     for (const [index, record] of records.entries()) {
       const scored = [];

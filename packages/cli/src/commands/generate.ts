@@ -1,14 +1,19 @@
-import { ErrorCode, validateInteger } from '@rlvr/core';
+import { ErrorCode } from '@rlvr/core';
+import { optional, text } from '@rlvr/options';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import { BASE_URL_FLAG, SERVED_MODEL_KEYS, SERVED_MODEL_SCHEMA } from '../model/served-model.js';
+import { BASE_URL_FLAG } from '../model/served-model.js';
 import type { Command } from './command.js';
-import { sampleDataset } from './sample-dataset.js';
+import {
+  SAMPLE_DATASET_KEYS_HELP,
+  SAMPLE_DATASET_NESTED,
+  SAMPLE_DATASET_SCHEMAS,
+  sampleDataset,
+} from './sample-dataset.js';
 import {
   checkOutput,
   openOutput,
+  readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
@@ -16,12 +21,11 @@ import {
 
 const spec: ConfigSpec = {
   known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
-  nested: {
-    dataset: DATASET_KEYS,
-    sampler: SAMPLER_KEYS,
-    model: SERVED_MODEL_KEYS,
+  nested: SAMPLE_DATASET_NESTED,
+  schemas: {
+    ...SAMPLE_DATASET_SCHEMAS,
+    out: optional(text('a file path'), 'The JSONL file to write.'),
   },
-  schemas: { model: SERVED_MODEL_SCHEMA },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'out', 'maxNewTokens'],
 };
@@ -35,18 +39,19 @@ export const generateCommand: Command = {
   details: `Config keys: model (a checkpoint folder, or a served model { baseURL, model, api, … }:
 @rlvr/openai options; --base-url URL with model = the served name), dataset, out (the JSONL to write), n (completions per prompt, G),
 batchSize (prompts per sampler call), sampler (@rlvr/rollout options) and the SampleRequest keys
-maxNewTokens, temperature, topP, topK, minP, repetitionPenalty, stop, seed. Each output line:
+${SAMPLING_KEYS.join(', ')}. Each output line:
 {"id", "prompt", "answer"?, "completions": [{"text", "finishReason", "tokens"}]}. The output
 feeds rlvr vote (samples) or your own analysis.
-${SAMPLING_DEFAULTS_HELP}`,
+${SAMPLING_DEFAULTS_HELP}
+
+${SAMPLE_DATASET_KEYS_HELP}`,
   example: `rlvr generate --set model=grpo-run --set dataset=data/test.jsonl --set out=samples.jsonl \\
   --set n=8 --set maxNewTokens=32 --set temperature=0.7`,
   async run(context) {
     const { config, io } = context;
     const values = config.values;
     const source = (key: string) => config.origins.get(key) ?? config.file;
-    validateInteger(values.n, { parameter: 'n', min: 1 });
-    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+    readSampleCounts(values);
     if (typeof values.out !== 'string' || values.out === '') {
       throw new ConfigError({
         key: 'out',

@@ -1,8 +1,42 @@
 import type { Completion } from '@rlvr/core';
-import { type DatasetRecord, loadDataset } from '../data/load-dataset.js';
-import { resolveModelSource, samplerOf } from '../model/served-model.js';
+import { keysHelp } from '../config/config-schema.js';
+import {
+  DATASET_KEYS,
+  DATASET_OPTIONS,
+  DATASET_SCHEMA,
+  type DatasetRecord,
+  loadDataset,
+} from '../data/load-dataset.js';
+import { SAMPLER_KEYS, SAMPLER_SCHEMA } from '../model/resolve-model.js';
+import {
+  resolveModelSource,
+  SERVED_MODEL_KEYS,
+  SERVED_MODEL_SCHEMA,
+  samplerOf,
+} from '../model/served-model.js';
 import type { CommandContext } from './command.js';
-import { sampleAll, samplingOf } from './sampling.js';
+import { SAMPLING_COMMAND_SCHEMAS, sampleAll, samplingOf } from './sampling.js';
+
+/** The nested keys of `generate`, `eval` and `vote --sample` (each from its package's schema). */
+export const SAMPLE_DATASET_NESTED = {
+  dataset: DATASET_KEYS,
+  sampler: SAMPLER_KEYS,
+  model: SERVED_MODEL_KEYS,
+} as const;
+
+/** The schemas of those keys, for the configs' JSON Schemas. */
+export const SAMPLE_DATASET_SCHEMAS = {
+  ...SAMPLING_COMMAND_SCHEMAS,
+  model: SERVED_MODEL_SCHEMA,
+  dataset: DATASET_SCHEMA,
+  sampler: SAMPLER_SCHEMA,
+} as const;
+
+/** The `--help` lines of the `dataset` and `sampler` keys, from their schemas. */
+export const SAMPLE_DATASET_KEYS_HELP = `dataset (a file path, or):
+${keysHelp('dataset.', DATASET_OPTIONS.schema).join('\n')}
+sampler (@rlvr/rollout createOnnxSampler, less the keys the CLI sets; a local model only):
+${keysHelp('sampler.', SAMPLER_SCHEMA).join('\n')}`;
 
 /**
  * What `generate`, `eval` and `vote --sample` share: the config's model (a folder, or a served

@@ -8,6 +8,7 @@ import {
   SAMPLE_REQUEST_KEYS,
   type Sampler,
 } from '@rlvr/core';
+import { integer, object, parseOptions, type Schema, withDefault } from '@rlvr/options';
 import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
 
@@ -35,6 +36,33 @@ export const SAMPLING_KEYS = omitKeys(SAMPLE_REQUEST_KEYS, SAMPLING_KEYS_NOT_IN_
  * fresh one per call), and the CLI's outputs must repeat.
  */
 export const CLI_SAMPLING_DEFAULTS = Object.freeze({ n: 4, batchSize: 8, seed: 0 } as const);
+
+/** The CLI's `n` and `batchSize` keys, for the configs' JSON Schemas (with their defaults). */
+export const SAMPLING_COMMAND_SCHEMAS = {
+  n: withDefault(
+    integer({ min: 1 }),
+    CLI_SAMPLING_DEFAULTS.n,
+    "Completions per prompt (the CLI's default).",
+  ),
+  batchSize: withDefault(
+    integer({ min: 1 }),
+    CLI_SAMPLING_DEFAULTS.batchSize,
+    "Prompts per sampler call (the CLI's default).",
+  ),
+};
+
+/**
+ * A config's `n` and `batchSize` (and `more` of the command's own keys), checked against their
+ * schemas: `Invalid argument for parameter 'n': expected an integer >= 1, got 0`.
+ */
+export function readSampleCounts<const More extends Record<string, Schema>>(
+  values: Readonly<Record<string, unknown>>,
+  more: More = {} as More,
+) {
+  const shape = { ...SAMPLING_COMMAND_SCHEMAS, ...more };
+  const picked = Object.fromEntries(Object.keys(shape).map((key) => [key, values[key]]));
+  return parseOptions(object(shape), picked, { parameter: '' });
+}
 
 /**
  * The defaults a `generate` / `eval` config starts from: {@link CLI_SAMPLING_DEFAULTS} and core's

@@ -1,7 +1,12 @@
 import { ErrorCode } from '@rlvr/core';
 import type { TraceRecord } from '@rlvr/distill';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS, type DatasetRecord, loadDataset } from '../data/load-dataset.js';
+import {
+  DATASET_KEYS,
+  DATASET_SCHEMA,
+  type DatasetRecord,
+  loadDataset,
+} from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
 import { loadModel, selectTrainingBackend } from '../model/resolve-model.js';
 import type { Command } from './command.js';
@@ -35,7 +40,7 @@ const spec: ConfigSpec = {
     backend: 'auto',
   },
   required: ['model', 'dataset', 'outputDir'],
-  schemas: STUDENT_SCHEMAS,
+  schemas: { dataset: DATASET_SCHEMA, ...STUDENT_SCHEMAS },
 };
 
 /** Dataset rows as SFT traces: the completion tokens (then EOS) are the targets. */

@@ -1,13 +1,16 @@
-import { validateInteger } from '@rlvr/core';
 import type { VoteRecord } from '@rlvr/voting';
 import type { ConfigSpec } from '../config/load-config.js';
-import { DATASET_KEYS } from '../data/load-dataset.js';
-import { SAMPLER_KEYS } from '../model/resolve-model.js';
-import { BASE_URL_FLAG, SERVED_MODEL_KEYS, SERVED_MODEL_SCHEMA } from '../model/served-model.js';
+import { BASE_URL_FLAG } from '../model/served-model.js';
 import type { Command } from './command.js';
-import { sampleDataset } from './sample-dataset.js';
+import {
+  SAMPLE_DATASET_KEYS_HELP,
+  SAMPLE_DATASET_NESTED,
+  SAMPLE_DATASET_SCHEMAS,
+  sampleDataset,
+} from './sample-dataset.js';
 import {
   checkOutput,
+  readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
   SAMPLING_DEFAULTS_HELP,
   SAMPLING_KEYS,
@@ -16,12 +19,8 @@ import { printVotes } from './vote.js';
 
 const spec: ConfigSpec = {
   known: ['model', 'dataset', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
-  nested: {
-    dataset: DATASET_KEYS,
-    sampler: SAMPLER_KEYS,
-    model: SERVED_MODEL_KEYS,
-  },
-  schemas: { model: SERVED_MODEL_SCHEMA },
+  nested: SAMPLE_DATASET_NESTED,
+  schemas: SAMPLE_DATASET_SCHEMAS,
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'maxNewTokens'],
 };
@@ -43,14 +42,15 @@ export const voteSampleCommand: Command = {
 { baseURL, model, api, … }), dataset (prompts, answers for the pass@k / maj@k table), n, batchSize,
 sampler and the SampleRequest keys. Votes with @rlvr/voting's defaults (final answer, math
 equivalence).
-${SAMPLING_DEFAULTS_HELP}`,
+${SAMPLING_DEFAULTS_HELP}
+
+${SAMPLE_DATASET_KEYS_HELP}`,
   example: `rlvr vote --sample --base-url http://127.0.0.1:8000/v1 --set model=Qwen/Qwen3-0.6B \\
   --set dataset=data/test.jsonl --set n=16 --set maxNewTokens=512 --set temperature=0.6 --ks 1,4,16`,
   async run(context) {
     const { config } = context;
     const values = config.values;
-    validateInteger(values.n, { parameter: 'n', min: 1 });
-    validateInteger(values.batchSize, { parameter: 'batchSize', min: 1 });
+    readSampleCounts(values);
     const out = context.flags.out as string | undefined;
     if (out !== undefined) checkOutput(out, context.overwrite);
     const { records, groups } = await sampleDataset(context, 'vote');

@@ -1,5 +1,17 @@
 import { basename } from 'node:path';
 import { ErrorCode } from '@rlvr/core';
+import {
+  defineOptions,
+  expecting,
+  integer,
+  type OptionsInput,
+  object,
+  oneOf,
+  optional,
+  required,
+  text,
+  zod,
+} from '@rlvr/options';
 import { ConfigError } from '../errors/config-error.js';
 import { DatasetError } from '../errors/dataset-error.js';
 import { DATASET_FORMATS, type DatasetFormat, readRows } from './read-rows.js';
@@ -8,20 +20,50 @@ import { DATASET_FORMATS, type DatasetFormat, readRows } from './read-rows.js';
 export const DATASET_FIELDS = ['id', 'prompt', 'answer', 'completion'] as const;
 export type DatasetField = (typeof DATASET_FIELDS)[number];
 
+const columnOf = (field: DatasetField) =>
+  optional(text('a column name'), {
+    description: `The column that holds the ${field}.`,
+    defaultText: `\`${field}\``,
+  });
+
+/**
+ * The `dataset` config object, declared once: its keys ({@link DATASET_KEYS}), type, JSON Schema
+ * and `--help` lines (the values are checked by `loadDataset`, with the CLI's messages).
+ */
+export const DATASET_OPTIONS = defineOptions(
+  {
+    path: required(text('a file path'), 'The dataset file (JSONL, JSON, CSV or Parquet).'),
+    format: optional(oneOf(DATASET_FORMATS), {
+      description: 'The file format.',
+      defaultText: "the file's extension",
+    }),
+    columns: optional(
+      expecting(
+        object(
+          Object.fromEntries(DATASET_FIELDS.map((field) => [field, columnOf(field)])) as {
+            [Field in DatasetField]: ReturnType<typeof columnOf>;
+          },
+        ),
+        `a mapping of ${DATASET_FIELDS.join(' / ')} to column names`,
+      ),
+      'Field → column of the file, e.g. `{ prompt: question, answer: solution }`.',
+    ),
+    limit: optional(integer({ min: 1 }), {
+      description: 'Use only the first N rows.',
+      defaultText: 'all rows',
+    }),
+  },
+  { parameter: 'dataset' },
+);
+
 /** Keys of the `dataset` config object. */
-export const DATASET_KEYS = ['path', 'format', 'columns', 'limit'] as const;
+export const DATASET_KEYS = DATASET_OPTIONS.keys;
+
+/** What a `dataset` config value is: a path, or `{ path, format?, columns?, limit? }`. */
+export const DATASET_SCHEMA = zod.union([text('a file path'), DATASET_OPTIONS.schema]);
 
 /** A `dataset` config: a path, or `{ path, format?, columns?, limit? }`. */
-export type DatasetConfig =
-  | string
-  | {
-      path: string;
-      format?: DatasetFormat;
-      /** Field → column of the file, e.g. `{ prompt: question, answer: solution }`. */
-      columns?: Partial<Record<DatasetField, string>>;
-      /** Use only the first N rows. */
-      limit?: number;
-    };
+export type DatasetConfig = OptionsInput<typeof DATASET_SCHEMA>;
 
 /** A chat message of a prompt or completion. */
 export type Message = { role: string; content: string };

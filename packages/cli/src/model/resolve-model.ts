@@ -2,7 +2,13 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCode, validateOneOf } from '@rlvr/core';
 import { type Checkpoint, createTokenizer, loadCheckpoint, type Tokenizer } from '@rlvr/model';
-import { createOnnxSampler, ONNX_SAMPLER_OPTION_KEYS, type OnnxSampler } from '@rlvr/rollout';
+import { zod } from '@rlvr/options';
+import {
+  createOnnxSampler,
+  ONNX_SAMPLER_OPTION_KEYS,
+  ONNX_SAMPLER_OPTIONS,
+  type OnnxSampler,
+} from '@rlvr/rollout';
 import { type BackendName, selectBackend } from '@rlvr/trainer';
 import { omitKeys } from '../config/option-keys.js';
 import { ConfigError } from '../errors/config-error.js';
@@ -14,6 +20,17 @@ import { ConfigError } from '../errors/config-error.js';
 export const SAMPLER_KEYS_SET_BY_CLI = ['checkpoint', 'onnxPath', 'tokenizer'] as const;
 /** Keys of the `sampler` config object: @rlvr/rollout's `createOnnxSampler` options, passed through. */
 export const SAMPLER_KEYS = omitKeys(ONNX_SAMPLER_OPTION_KEYS, SAMPLER_KEYS_SET_BY_CLI);
+/**
+ * What the `sampler` key takes: @rlvr/rollout's `createOnnxSampler` options schema less the keys
+ * the CLI sets, for the config's JSON Schema and `--help`.
+ */
+export const SAMPLER_SCHEMA = zod.omit(
+  ONNX_SAMPLER_OPTIONS.schema,
+  Object.fromEntries(SAMPLER_KEYS_SET_BY_CLI.map((key) => [key, true] as const)) as Record<
+    (typeof SAMPLER_KEYS_SET_BY_CLI)[number],
+    true
+  >,
+);
 
 const isDir = (path: string) => existsSync(path) && statSync(path).isDirectory();
 

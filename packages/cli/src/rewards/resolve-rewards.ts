@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { closestOption, ErrorCode, type RewardFunction, type WeightedReward } from '@rlvr/core';
+import { custom, defineOptions, number, optional, text, zod } from '@rlvr/options';
 import {
   countdownReward,
   createCodeReward,
@@ -62,7 +63,43 @@ export const REWARDS: Readonly<Record<string, { factory: Factory; about: string 
   },
 };
 
-const ENTRY_KEYS = ['name', 'weight', 'options', 'module', 'export'] as const;
+/**
+ * One entry of the `rewards` list as an object, declared once: its keys (checked here, with the
+ * CLI's messages), its JSON Schema and `--help`.
+ */
+export const REWARD_ENTRY_OPTIONS = defineOptions(
+  {
+    name: optional(text('a reward name'), {
+      description: 'A built-in reward (see the list), or the name of a module reward.',
+      defaultText: "a module reward: its export's name",
+    }),
+    weight: optional(number(), {
+      description: 'Weight in the sum of rewards.',
+      defaultText: '`1`',
+    }),
+    options: optional(
+      custom<Record<string, unknown>>(() => true, "the reward's options"),
+      "Options of a built-in reward (@rlvr/verifiers' factory of that name).",
+    ),
+    module: optional(text('a module path'), {
+      description: 'A JavaScript module whose export is a core `RewardFunction`.',
+      defaultText: 'a built-in reward',
+    }),
+    export: optional(text('an export name'), {
+      description: "The module's export.",
+      defaultText: '`default`',
+    }),
+  },
+  { parameter: 'rewards[i]' },
+);
+
+const ENTRY_KEYS = REWARD_ENTRY_OPTIONS.keys;
+
+/** What `rewards` takes: names (a list, or one comma-separated string) or entries. */
+export const REWARDS_SCHEMA = zod.union([
+  text('reward names, comma-separated'),
+  zod.array(zod.union([text('a reward name'), REWARD_ENTRY_OPTIONS.schema])),
+]);
 
 function fail(
   key: string,

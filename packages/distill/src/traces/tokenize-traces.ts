@@ -1,15 +1,35 @@
-import { InvalidArgumentError, validateOptions } from '@rlvr/core';
+import { InvalidArgumentError } from '@rlvr/core';
+import { custom, defineOptions, func, type OptionsInput, optional, required } from '@rlvr/options';
 import type { TraceRecord } from './trace-record.js';
 
-/** Options of {@link tokenizeTraces}. */
-export type TokenizeTracesOptions = {
-  /** The student's tokenizer: completion text → token ids (no special tokens added). */
-  encode: (text: string) => number[];
-  /** Appended to a trace that ended by itself (`finishReason: 'stop'`), so the student learns to stop. */
-  eosTokenId?: number;
-};
-
 const FN = 'tokenizeTraces';
+
+/** The options of {@link tokenizeTraces}, declared once (type, validation, README table). */
+export const TOKENIZE_TRACES_OPTIONS = defineOptions(
+  {
+    encode: required(
+      func<(text: string) => number[]>(
+        "the student's tokenizer encode function (text → token ids)",
+      ),
+      "The student's tokenizer: completion text → token ids (no special tokens added).",
+    ),
+    eosTokenId: optional(
+      custom<number>(
+        (value) => Number.isInteger(value) && (value as number) >= 0,
+        'a token id (integer >= 0)',
+      ),
+      {
+        description:
+          "Appended to a trace that ended by itself (`finishReason: 'stop'`), so the student learns to stop.",
+        defaultText: 'nothing appended',
+      },
+    ),
+  },
+  { parameter: 'options', functionName: FN },
+);
+
+/** Options of {@link tokenizeTraces} (see {@link TOKENIZE_TRACES_OPTIONS}). */
+export type TokenizeTracesOptions = OptionsInput<typeof TOKENIZE_TRACES_OPTIONS.schema>;
 
 /**
  * SFT on text: the traces with `tokenIds` re-encoded from the completion text by the student's
@@ -25,30 +45,9 @@ export function tokenizeTraces(
   traces: readonly TraceRecord[],
   options: TokenizeTracesOptions,
 ): TraceRecord[] {
-  validateOptions(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: ['encode', 'eosTokenId'],
-  });
-  if (typeof options?.encode !== 'function') {
-    throw new InvalidArgumentError({
-      parameter: 'options.encode',
-      functionName: FN,
-      value: options?.encode,
-      expected: "the student's tokenizer encode function (text → token ids)",
-    });
-  }
-  const eos = options.eosTokenId;
-  if (eos !== undefined && (!Number.isInteger(eos) || eos < 0)) {
-    throw new InvalidArgumentError({
-      parameter: 'options.eosTokenId',
-      functionName: FN,
-      value: eos,
-      expected: 'a token id (integer >= 0)',
-    });
-  }
+  const { encode, eosTokenId: eos } = TOKENIZE_TRACES_OPTIONS.parse(options);
   return traces.map((trace, index) => {
-    const ids = options.encode(trace.completion);
+    const ids = encode(trace.completion);
     if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id) && id >= 0)) {
       throw new InvalidArgumentError({
         parameter: 'options.encode',

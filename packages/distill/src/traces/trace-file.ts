@@ -6,8 +6,8 @@ import {
   hashFloat32,
   type NamedTensor,
   ResumeMismatchError,
-  validateOptions,
 } from '@rlvr/core';
+import { custom, defineOptions, type OptionsInput, optional } from '@rlvr/options';
 import type { TraceRecord } from './trace-record.js';
 
 /** Format tag of the header line of a traces file. */
@@ -141,17 +141,30 @@ export function completeGroups(
   return result;
 }
 
-/** Options of {@link readTraces}. */
-export type ReadTracesOptions = {
-  /** Keep only the traces of these prompt ids (e.g. the dataset you distil on). */
-  promptIds?: Iterable<string>;
-  /**
-   * The fingerprint the file must carry (`GenerateTracesResult.fingerprint`): a file written with
-   * another teacher or other sampling settings, or without a header, is refused
-   * (`RESUME_MISMATCH`).
-   */
-  fingerprint?: string;
-};
+/** The options of {@link readTraces}, declared once (type, key list, README table). */
+export const READ_TRACES_OPTIONS = defineOptions(
+  {
+    promptIds: optional(
+      custom<Iterable<string>>(() => true, 'an iterable of prompt ids'),
+      {
+        description: 'Keep only the traces of these prompt ids (e.g. the dataset you distil on).',
+        defaultText: 'all',
+      },
+    ),
+    fingerprint: optional(
+      custom<string>(() => true, 'a fingerprint'),
+      {
+        description:
+          'The fingerprint the file must carry (`GenerateTracesResult.fingerprint`): a file written with another teacher or other sampling settings, or without a header, is refused (`RESUME_MISMATCH`).',
+        defaultText: 'not checked',
+      },
+    ),
+  },
+  { parameter: 'options', functionName: 'readTraces' },
+);
+
+/** Options of {@link readTraces} (see {@link READ_TRACES_OPTIONS}). */
+export type ReadTracesOptions = OptionsInput<typeof READ_TRACES_OPTIONS.schema>;
 
 /**
  * Reads a traces file. Lines that do not parse (a torn write) are skipped; a group regenerated
@@ -171,11 +184,7 @@ export async function readTraces(
   options?: ReadTracesOptions,
 ): Promise<TraceRecord[]> {
   const FN = 'readTraces';
-  const raw = validateOptions<ReadTracesOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: ['promptIds', 'fingerprint'],
-  });
+  const raw = READ_TRACES_OPTIONS.parse(options);
   const parsed = await parseTracesFile(path);
   if (raw.fingerprint !== undefined && parsed.header?.fingerprint !== raw.fingerprint) {
     throw new ResumeMismatchError({

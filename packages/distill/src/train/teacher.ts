@@ -1,4 +1,12 @@
-import { InvalidArgumentError, ShapeMismatchError, validateOptions } from '@rlvr/core';
+import { InvalidArgumentError, ShapeMismatchError } from '@rlvr/core';
+import {
+  custom,
+  defineOptions,
+  integer,
+  type OptionsInput,
+  optional,
+  required,
+} from '@rlvr/options';
 import type { LlamaModel, TokenSequence } from '@rlvr/trainer';
 import type { TopKLogprobs } from '../losses/divergences.js';
 import type { TraceRecord } from '../traces/trace-record.js';
@@ -39,6 +47,27 @@ export function teacherFromModel(model: LlamaModel): TeacherLogits {
     });
 }
 
+/** The options of {@link annotateTopK}, declared once (type, validation, README table). */
+export const ANNOTATE_TOP_K_OPTIONS = defineOptions(
+  {
+    k: required(
+      integer({ min: 1 }),
+      'How many of the largest teacher log-probabilities to keep per token.',
+    ),
+    encodePrompt: optional(
+      custom<(prompt: string) => number[]>(() => true, 'a function (prompt) => token ids'),
+      {
+        description: "Encodes a trace's prompt when the trace has no recorded `promptTokenIds`.",
+        defaultText: 'the recorded `promptTokenIds`',
+      },
+    ),
+  },
+  { parameter: 'options', functionName: 'annotateTopK' },
+);
+
+/** Options of {@link annotateTopK} (see {@link ANNOTATE_TOP_K_OPTIONS}). */
+export type AnnotateTopKOptions = OptionsInput<typeof ANNOTATE_TOP_K_OPTIONS.schema>;
+
 /**
  * Caches the teacher's top-k log-probabilities on trace records (at trace time, to make logit
  * distillation cheap later): returns new records with `topLogprobs` set, one entry per completion
@@ -47,26 +76,11 @@ export function teacherFromModel(model: LlamaModel): TeacherLogits {
 export async function annotateTopK(
   traces: readonly TraceRecord[],
   teacher: TeacherLogits,
-  options: { k: number; encodePrompt?: (prompt: string) => number[] },
+  options: AnnotateTopKOptions,
 ): Promise<TraceRecord[]> {
   const FN = 'annotateTopK';
-  validateOptions(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: ['k', 'encodePrompt'],
-  });
-  const k = options?.k;
-  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1) {
-    throw new InvalidArgumentError({
-      parameter: 'options.k',
-      functionName: FN,
-      value: k,
-      expected: 'an integer >= 1',
-    });
-  }
-  const sequences = traces.map((trace, index) =>
-    toSequence(trace, index, options.encodePrompt, FN),
-  );
+  const { k, encodePrompt } = ANNOTATE_TOP_K_OPTIONS.parse(options);
+  const sequences = traces.map((trace, index) => toSequence(trace, index, encodePrompt, FN));
   const logits = await teacher(sequences);
   return traces.map((trace, index) => {
     const rows = logits[index];

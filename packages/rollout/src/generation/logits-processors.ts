@@ -3,35 +3,61 @@ import {
   rejectIneffective,
   SAMPLE_REQUEST_DEFAULTS,
   validateFiniteArray,
-  validateNumber,
-  validateOptions,
 } from '@rlvr/core';
+import {
+  defineOptions,
+  integer,
+  number,
+  type OptionsInput,
+  type OptionsOutput,
+  parseOptions,
+  withDefault,
+} from '@rlvr/options';
 
-/** How logits are turned into the distribution a token is sampled from (Hugging Face order). */
-export type LogitsProcessorOptions = {
-  /** Softmax temperature; 0 means greedy (argmax, lowest id on ties). Default 1. */
-  temperature?: number;
-  /** Keep only the `topK` most likely tokens; 0 = no limit. Default 0. */
-  topK?: number;
-  /** Keep the smallest set of most likely tokens whose probability mass reaches `topP`. Default 1. */
-  topP?: number;
-  /** Drop tokens whose probability is below `minP` × the top token's probability. Default 0. */
-  minP?: number;
-  /** CTRL repetition penalty over prompt and generated tokens (> 1 discourages repeats). Default 1. */
-  repetitionPenalty?: number;
-};
+/**
+ * How logits are turned into the distribution a token is sampled from (Hugging Face order),
+ * declared once: {@link LogitsProcessorOptions}, {@link LOGITS_OPTION_KEYS}, the defaults (core's
+ * `SAMPLE_REQUEST_DEFAULTS`), the validation and the README table come from it.
+ */
+export const LOGITS_OPTIONS = defineOptions(
+  {
+    temperature: withDefault(
+      number({ min: 0 }),
+      SAMPLE_REQUEST_DEFAULTS.temperature,
+      'Softmax temperature; 0 means greedy (argmax, lowest id on ties).',
+    ),
+    topK: withDefault(
+      integer({ min: 0 }),
+      SAMPLE_REQUEST_DEFAULTS.topK,
+      'Keep only the `topK` most likely tokens; 0 = no limit.',
+    ),
+    topP: withDefault(
+      number({ min: 0, max: 1, exclusiveMin: true }),
+      SAMPLE_REQUEST_DEFAULTS.topP,
+      'Keep the smallest set of most likely tokens whose probability mass reaches `topP`.',
+    ),
+    minP: withDefault(
+      number({ min: 0, max: 1, exclusiveMax: true }),
+      SAMPLE_REQUEST_DEFAULTS.minP,
+      "Drop tokens whose probability is below `minP` × the top token's probability.",
+    ),
+    repetitionPenalty: withDefault(
+      number({ min: 0, exclusiveMin: true }),
+      SAMPLE_REQUEST_DEFAULTS.repetitionPenalty,
+      'CTRL repetition penalty over prompt and generated tokens (> 1 discourages repeats).',
+    ),
+  },
+  { parameter: 'options', functionName: 'resolveLogitsOptions' },
+);
+
+/** How logits are turned into the distribution a token is sampled from (see {@link LOGITS_OPTIONS}). */
+export type LogitsProcessorOptions = OptionsInput<typeof LOGITS_OPTIONS.schema>;
 
 /** The keys of {@link LogitsProcessorOptions}. @internal */
-export const LOGITS_OPTION_KEYS = [
-  'temperature',
-  'topK',
-  'topP',
-  'minP',
-  'repetitionPenalty',
-] as const;
+export const LOGITS_OPTION_KEYS = LOGITS_OPTIONS.keys;
 
 /** {@link LogitsProcessorOptions} with every default filled in and checked. */
-export type ResolvedLogitsOptions = Required<LogitsProcessorOptions>;
+export type ResolvedLogitsOptions = OptionsOutput<typeof LOGITS_OPTIONS.schema>;
 
 /**
  * Checks sampling options and fills in defaults from core's `SAMPLE_REQUEST_DEFAULTS`
@@ -45,36 +71,11 @@ export function resolveLogitsOptions(
   functionName = 'resolveLogitsOptions',
   prefix = 'options',
 ): ResolvedLogitsOptions {
-  const raw = validateOptions<LogitsProcessorOptions>(options, {
+  const resolved = parseOptions(LOGITS_OPTIONS.schema, options, {
     parameter: prefix,
     functionName,
-    known: LOGITS_OPTION_KEYS,
   });
-  const field = (name: string) => ({ parameter: `${prefix}.${name}`, functionName });
-  const temperature =
-    raw.temperature === undefined
-      ? SAMPLE_REQUEST_DEFAULTS.temperature
-      : validateNumber(raw.temperature, { ...field('temperature'), min: 0 });
-  const topK = raw.topK === undefined ? SAMPLE_REQUEST_DEFAULTS.topK : raw.topK;
-  if (typeof topK !== 'number' || !Number.isInteger(topK) || topK < 0) {
-    throw new InvalidArgumentError({ ...field('topK'), value: topK, expected: 'an integer >= 0' });
-  }
-  const topP =
-    raw.topP === undefined
-      ? SAMPLE_REQUEST_DEFAULTS.topP
-      : validateNumber(raw.topP, { ...field('topP'), min: 0, max: 1, exclusiveMin: true });
-  const minP =
-    raw.minP === undefined
-      ? SAMPLE_REQUEST_DEFAULTS.minP
-      : validateNumber(raw.minP, { ...field('minP'), min: 0, max: 1, exclusiveMax: true });
-  const repetitionPenalty =
-    raw.repetitionPenalty === undefined
-      ? SAMPLE_REQUEST_DEFAULTS.repetitionPenalty
-      : validateNumber(raw.repetitionPenalty, {
-          ...field('repetitionPenalty'),
-          min: 0,
-          exclusiveMin: true,
-        });
+  const { temperature, topK, topP, minP } = resolved;
   if (temperature === 0) {
     // greedy decoding takes the argmax, which every filter keeps: the filters would do nothing
     const filters = { topK: topK > 0, topP: topP < 1, minP: minP > 0 } as const;
@@ -82,13 +83,13 @@ export function resolveLogitsOptions(
       if (!active) continue;
       rejectIneffective({
         parameter: `${prefix}.${name}`,
-        value: raw[name as keyof typeof filters],
+        value: resolved[name as keyof typeof filters],
         because: `${prefix}.temperature is 0 (greedy: the most likely token is kept by every filter)`,
         functionName,
       });
     }
   }
-  return { temperature, topK, topP, minP, repetitionPenalty };
+  return resolved;
 }
 
 /**

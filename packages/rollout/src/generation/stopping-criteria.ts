@@ -1,4 +1,5 @@
-import { type FinishReason, validateOptions } from '@rlvr/core';
+import type { FinishReason } from '@rlvr/core';
+import { custom, defineOptions, type OptionsInput, optional } from '@rlvr/options';
 
 /** Where a stop string was found in a text. */
 export type StopMatch = { index: number; stop: string };
@@ -34,6 +35,41 @@ function commonPrefixLength(a: string, b: string): number {
   return index;
 }
 
+const given = <T>(expected: string) => custom<T>(() => true, expected);
+
+/**
+ * The options of {@link SequenceTracker}, declared once (type, key list, README table). Only the
+ * keys are checked (the engine builds them); `maxNewTokens` is required by the type.
+ */
+export const SEQUENCE_TRACKER_OPTIONS = defineOptions(
+  {
+    maxNewTokens: optional(given<number>('a token count'), {
+      description: 'The sequence finishes with `length` after this many tokens.',
+      defaultText: 'required',
+    }),
+    eosTokenIds: optional(given<ReadonlySet<number>>('a set of token ids'), {
+      description:
+        'Tokens that finish the sequence with `stop` (kept in `tokenIds`, not in the text).',
+      defaultText: 'none',
+    }),
+    stop: optional(given<readonly string[]>('an array of strings'), {
+      description: 'Stop strings, matched on the decoded text (empty strings ignored).',
+      defaultText: 'none',
+    }),
+    decode: optional(given<(tokenIds: number[]) => string>('a function (tokenIds) => text'), {
+      description: 'Decodes the tokens so far (needed for the text and stop strings).',
+      defaultText: 'no text',
+    }),
+  },
+  { parameter: 'options', functionName: 'SequenceTracker' },
+);
+
+/** Options of {@link SequenceTracker} (see {@link SEQUENCE_TRACKER_OPTIONS}). */
+export type SequenceTrackerOptions = Omit<
+  OptionsInput<typeof SEQUENCE_TRACKER_OPTIONS.schema>,
+  'maxNewTokens'
+> & { maxNewTokens: number };
+
 /**
  * Tracks one generated sequence: its tokens, behaviour logprobs, decoded text, and when it must
  * stop (EOS, a stop string, `maxNewTokens`).
@@ -57,17 +93,8 @@ export class SequenceTracker {
   private readonly eosTokenIds: ReadonlySet<number>;
   private readonly maxNewTokens: number;
 
-  constructor(options: {
-    maxNewTokens: number;
-    eosTokenIds?: ReadonlySet<number>;
-    stop?: readonly string[];
-    decode?: (tokenIds: number[]) => string;
-  }) {
-    validateOptions(options, {
-      parameter: 'options',
-      functionName: 'SequenceTracker',
-      known: ['maxNewTokens', 'eosTokenIds', 'stop', 'decode'],
-    });
+  constructor(options: SequenceTrackerOptions) {
+    SEQUENCE_TRACKER_OPTIONS.parse(options);
     this.maxNewTokens = options.maxNewTokens;
     this.eosTokenIds = options.eosTokenIds ?? new Set();
     this.stops = (options.stop ?? []).filter((stop) => stop.length > 0);

@@ -2,14 +2,12 @@ import {
   AbortedError,
   type Completion,
   ErrorCode,
-  InvalidArgumentError,
   type MultiTurnSampler,
   RlvrError,
   type SampleRequest,
   type Trajectory,
   type TrajectoryRequest,
   throwIfAborted,
-  validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
 import { type Checkpoint, exportOnnx } from '@rlvr/model';
@@ -29,7 +27,11 @@ import {
 import { createDecoderEngine, type EngineKind } from './decoder-engine.js';
 import type { SessionSettings } from './ort.js';
 import { prepareRequest } from './sample-request.js';
-import { type OnnxSamplerOptions, resolveSamplerOptions } from './sampler-options.js';
+import {
+  type OnnxSamplerOptions,
+  readCallOptions,
+  resolveSamplerOptions,
+} from './sampler-options.js';
 import { mergeSnapshot, WeightStore } from './weight-store.js';
 import { WorkerPool } from './worker-pool.js';
 import type { ModelSource } from './worker-protocol.js';
@@ -322,19 +324,7 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
   /** Checks the call: options `{ signal }`, not closed, not aborted yet; then the request. */
   const prepare = (request: SampleRequest, callOptions: unknown, method: string) => {
     const functionName = `OnnxSampler.${method}`;
-    const { signal } = validateOptions<{ signal?: AbortSignal }>(callOptions, {
-      parameter: 'options',
-      functionName,
-      known: ['signal'],
-    });
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw new InvalidArgumentError({
-        parameter: 'options.signal',
-        functionName,
-        value: signal,
-        expected: 'an AbortSignal',
-      });
-    }
+    const { signal } = readCallOptions(callOptions, functionName);
     if (closed) {
       throw new RlvrError(ErrorCode.UNAVAILABLE, `${functionName}() was called after close()`);
     }
@@ -369,19 +359,7 @@ export async function createOnnxSampler(options: OnnxSamplerOptions): Promise<On
     },
     async sampleTrajectories(request, callOptions) {
       const functionName = 'OnnxSampler.sampleTrajectories';
-      const { signal } = validateOptions<{ signal?: AbortSignal }>(callOptions, {
-        parameter: 'options',
-        functionName,
-        known: ['signal'],
-      });
-      if (signal !== undefined && !(signal instanceof AbortSignal)) {
-        throw new InvalidArgumentError({
-          parameter: 'options.signal',
-          functionName,
-          value: signal,
-          expected: 'an AbortSignal',
-        });
-      }
+      const { signal } = readCallOptions(callOptions, functionName);
       if (closed) {
         throw new RlvrError(ErrorCode.UNAVAILABLE, `${functionName}() was called after close()`);
       }

@@ -1,98 +1,183 @@
 import { availableParallelism } from 'node:os';
-import {
-  InvalidArgumentError,
-  rejectIneffective,
-  validateInteger,
-  validateOneOf,
-  validateOptions,
-} from '@rlvr/core';
+import { InvalidArgumentError, rejectIneffective } from '@rlvr/core';
 import { type Checkpoint, countParameters, validateCheckpoint } from '@rlvr/model';
+import {
+  asserted,
+  boolean,
+  custom,
+  defineOptions,
+  integer,
+  type OptionsInput,
+  type OptionsOutput,
+  object,
+  oneOf,
+  optional,
+  parseOptions,
+  text,
+  withDefault,
+} from '@rlvr/options';
 import type { TokenizerFiles } from '../tokenizer/rollout-tokenizer.js';
 import type { EngineKind } from './decoder-engine.js';
-import { type ExecutionProvider, type SessionSettings, validateExecutionProviders } from './ort.js';
+import {
+  EXECUTION_PROVIDERS,
+  type ExecutionProvider,
+  type SessionSettings,
+  validateExecutionProviders,
+} from './ort.js';
 
 const FUNCTION = 'createOnnxSampler';
 
-/** Options of {@link createOnnxSampler}. Give exactly one of `checkpoint`, `onnxPath`. */
-export type OnnxSamplerOptions = {
-  /** A model from `@rlvr/model` (exported to ONNX in memory; enables `updateWeights`). */
-  checkpoint?: Checkpoint;
-  /** Path to an Optimum-style decoder `.onnx` file (e.g. `<checkpoint>/onnx/model.onnx`). */
-  onnxPath?: string;
-  /** Tokenizer files; default `checkpoint.tokenizer`. Needed for text prompts, text and stop strings. */
-  tokenizer?: TokenizerFiles;
-  /** `raw`: text prompts are encoded as is (default); `chat`: wrapped as one user message with the chat template. */
-  promptFormat?: 'raw' | 'chat';
-  /** Execution providers in order of preference (default `['cpu']`). */
-  executionProviders?: ExecutionProvider[];
-  /** Intra-op threads per session (default: available cores / workers, at least 1). */
-  threads?: number;
-  /** Worker threads, each with its own session (default 1); 0 runs on the calling thread. */
-  workers?: number;
-  /**
-   * EOS token ids (default, as in Hugging Face: `generation_config.json`'s `eos_token_id`, else
-   * `config.json`'s, else the tokenizer's `eos_token`; each may be a list, e.g. Llama 3's three).
-   */
-  eosTokenIds?: number[];
-  /** Name reported as `Sampler.modelId` (default `onnx:<onnxPath>` or `onnx:checkpoint`). */
-  modelId?: string;
-  /** Let ORT threads spin while idle (default false: kinder to a shared machine). */
-  allowSpinning?: boolean;
-  /**
-   * `loop`: a graph built from the checkpoint samples `stepsPerRun` tokens per `session.run`
-   * in-graph (same processors, seeds and logprobs as `optimum`, computed in float32); `optimum`:
-   * the Optimum-style decoder, one `session.run` per token, sampled in JavaScript in float64 (the
-   * only choice with `onnxPath`). Default with a checkpoint: `loop` from 0.3M parameters (the
-   * faster one per GRPO step at every size measured; see {@link LOOP_ENGINE_MIN_PARAMETERS}),
-   * `optimum` below, or `loop` when `stepsPerRun` or `weightSync: 'inputs'` is set.
-   */
-  engine?: 'loop' | 'optimum';
-  /** Tokens sampled per `session.run` by the `loop` engine (default 16; 1–1024). */
-  stepsPerRun?: number;
-  /**
-   * How the `loop` engine takes new weights (`updateWeights`):
-   * - `'inputs'`: the weights are graph inputs from the start; an update is a copy into the arrays
-   *   the sessions read (58M parameters, 2 workers: 0.14 s to the first token on a near-idle
-   *   machine), but every matrix product re-packs its weights on each run: 17–31% more CPU time
-   *   per token at top-p 1 (58M and 5M, README "Performance");
-   * - `'rebuild'`: the weights are built into the graph (ONNX Runtime pre-packs them once, the
-   *   fastest decoding); an update encodes a new graph and opens new sessions (58M: 1.7–1.9 s on
-   *   a near-idle machine);
-   * - `'auto'` (default): built in (fastest decoding) until the first `updateWeights`, which
-   *   switches to graph inputs (a new, small graph once; in-place copies after that). A sampler
-   *   that never gets new weights decodes at full speed; one updated every step pays the
-   *   `'inputs'` cost from the second step on.
-   *
-   * The `optimum` engine always rebuilds (`'auto'` or `'rebuild'`); `'inputs'` selects the `loop`
-   * engine when `engine` is not given. Needs `checkpoint` (a sampler from `onnxPath` cannot take
-   * new weights).
-   */
-  weightSync?: WeightSync;
-};
-
 /** How new weights reach the sessions (see {@link OnnxSamplerOptions.weightSync}). */
 export type WeightSync = 'auto' | 'inputs' | 'rebuild';
+
+const isTokenId = (id: unknown) => typeof id === 'number' && Number.isInteger(id) && id >= 0;
+
+/**
+ * `tokenizer`'s files: their keys are checked here, their contents (`json` included: it is
+ * required by the type) when the tokenizer is built, with that step's message.
+ */
+const TOKENIZER_FILES = object({
+  json: optional(
+    custom<object>(() => true, 'the parsed tokenizer.json'),
+    {
+      description: 'The parsed `tokenizer.json`.',
+      defaultText: 'required',
+    },
+  ),
+  config: optional(
+    custom<object>(() => true, 'the parsed tokenizer_config.json'),
+    'The parsed `tokenizer_config.json` (special tokens, chat template).',
+  ),
+});
+
+/**
+ * The options of {@link createOnnxSampler}, declared once: {@link OnnxSamplerOptions},
+ * {@link ONNX_SAMPLER_OPTION_KEYS}, {@link ONNX_SAMPLER_DEFAULTS}, the validation and the README
+ * table come from it. Give exactly one of `checkpoint`, `onnxPath`.
+ */
+export const ONNX_SAMPLER_OPTIONS = defineOptions(
+  {
+    checkpoint: optional(
+      asserted<Checkpoint>(
+        (value, parameter) =>
+          validateCheckpoint(value, { functionName: FUNCTION, parameter, checkFinite: false }),
+        'a checkpoint object { config, tensors }',
+      ),
+      'A model from `@rlvr/model` (exported to ONNX in memory; enables `updateWeights`). Give exactly one of `checkpoint`, `onnxPath`.',
+    ),
+    onnxPath: optional(
+      text('a path to an .onnx file'),
+      'Path to an Optimum-style decoder `.onnx` file (e.g. `<checkpoint>/onnx/model.onnx`).',
+    ),
+    tokenizer: optional(TOKENIZER_FILES, {
+      description:
+        'Tokenizer files `{ json, config? }`; needed for text prompts, text and stop strings.',
+      defaultText: '`checkpoint.tokenizer`',
+    }),
+    promptFormat: withDefault(
+      oneOf(['raw', 'chat']),
+      'raw',
+      '`raw`: text prompts are encoded as is; `chat`: wrapped as one user message with the chat template.',
+    ),
+    executionProviders: withDefault(
+      asserted<ExecutionProvider[]>(
+        (value) => validateExecutionProviders(value, FUNCTION),
+        `a non-empty array of ${EXECUTION_PROVIDERS.map((name) => `'${name}'`).join(', ')}`,
+      ),
+      ['cpu'],
+      'Execution providers in order of preference.',
+    ),
+    threads: optional(integer({ min: 1, max: 256 }), {
+      description: 'Intra-op threads per session.',
+      defaultText: 'available cores / workers, at least 1',
+    }),
+    workers: withDefault(
+      integer({ min: 0, max: 64 }),
+      1,
+      'Worker threads, each with its own session; 0 runs on the calling thread.',
+    ),
+    eosTokenIds: optional(
+      custom<number[]>(
+        (value) => Array.isArray(value) && value.every(isTokenId),
+        'an array of non-negative integer token ids',
+      ),
+      {
+        description: 'EOS token ids (each source may be a list, e.g. Llama 3 has three).',
+        defaultText:
+          "as in Hugging Face: `generation_config.json`'s `eos_token_id`, else `config.json`'s, else the tokenizer's `eos_token`",
+      },
+    ),
+    modelId: optional(text('a non-empty string'), {
+      description: 'Name reported as `Sampler.modelId`.',
+      defaultText: '`onnx:<onnxPath>` or `onnx:checkpoint`',
+    }),
+    allowSpinning: withDefault(
+      boolean(),
+      false,
+      'Let ORT threads spin while idle (false is kinder to a shared machine).',
+    ),
+    engine: optional(oneOf(['loop', 'optimum']), {
+      description:
+        '`loop`: a graph built from the checkpoint samples `stepsPerRun` tokens per `session.run` in-graph (same processors, seeds and logprobs as `optimum`, in float32); `optimum`: the Optimum-style decoder, one `session.run` per token, sampled in JavaScript in float64 (the only choice with `onnxPath`).',
+      defaultText:
+        'with a checkpoint: `loop` from 0.3M parameters (README "Engines"), `optimum` below, or `loop` when `stepsPerRun` or `weightSync: inputs` is set',
+    }),
+    stepsPerRun: optional(integer({ min: 1, max: 1024 }), {
+      description:
+        'Tokens sampled per `session.run` by the `loop` engine (setting it without `engine` selects the loop engine).',
+      defaultText: '`16`',
+    }),
+    // 'inputs': the weights are graph inputs; an update is a copy into the arrays the sessions
+    // read (58M parameters, 2 workers: 0.14 s to the first token), but every matrix product
+    // re-packs its weights per run (17-31% more CPU time per token, README "Performance");
+    // 'rebuild': built into the graph (pre-packed once, fastest decoding); an update encodes a new
+    // graph and opens new sessions (58M: 1.7-1.9 s); 'auto': built in until the first
+    // updateWeights, then graph inputs. The optimum engine always rebuilds.
+    weightSync: withDefault(
+      oneOf(['auto', 'inputs', 'rebuild'] as const satisfies readonly WeightSync[]),
+      'auto',
+      'How the `loop` engine takes new weights: `inputs` (graph inputs, copied in place; slower decoding), `rebuild` (built into the graph; an update opens new sessions), `auto` (built in until the first `updateWeights`, then inputs). The `optimum` engine always rebuilds; `inputs` selects the loop engine when `engine` is not given. Needs `checkpoint`.',
+    ),
+  },
+  { parameter: 'options', functionName: FUNCTION },
+);
+
+/**
+ * Options of {@link createOnnxSampler} (see {@link ONNX_SAMPLER_OPTIONS} for each one). Give
+ * exactly one of `checkpoint`, `onnxPath`.
+ */
+export type OnnxSamplerOptions = Omit<
+  OptionsInput<typeof ONNX_SAMPLER_OPTIONS.schema>,
+  'tokenizer'
+> & {
+  tokenizer?: TokenizerFiles;
+};
 
 /**
  * Every key of {@link OnnxSamplerOptions}: the keys `createOnnxSampler` accepts (any other is an
  * `UNKNOWN_OPTION` error). Exported so that layers passing sampler options through (apps, CLIs)
  * check against the same list instead of a copy.
  */
-export const ONNX_SAMPLER_OPTION_KEYS = [
-  'checkpoint',
-  'onnxPath',
-  'tokenizer',
-  'promptFormat',
-  'executionProviders',
-  'threads',
-  'workers',
-  'eosTokenIds',
-  'modelId',
-  'allowSpinning',
-  'engine',
-  'stepsPerRun',
-  'weightSync',
-] as const satisfies readonly (keyof OnnxSamplerOptions)[];
+export const ONNX_SAMPLER_OPTION_KEYS = ONNX_SAMPLER_OPTIONS.keys;
+
+/**
+ * The call options of `sample`, `stream` and `sampleTrajectories`, declared once: `{ signal }`
+ * (core's abort contract).
+ */
+export const CALL_OPTIONS_SCHEMA = object({
+  signal: optional(
+    custom<AbortSignal>((value) => value instanceof AbortSignal, 'an AbortSignal'),
+    "Aborts the call (core's abort contract).",
+  ),
+});
+
+/** Checks a call's options (see {@link CALL_OPTIONS_SCHEMA}). @internal */
+export function readCallOptions(value: unknown, functionName: string) {
+  return parseOptions(CALL_OPTIONS_SCHEMA, value, { parameter: 'options', functionName });
+}
+
+/** What an omitted option of {@link createOnnxSampler} means (the others: see their defaultText). */
+export const ONNX_SAMPLER_DEFAULTS = ONNX_SAMPLER_OPTIONS.defaults;
 
 /**
  * The default engine for a checkpoint: `loop` from this many parameters on (any worker count),
@@ -127,16 +212,12 @@ export type ResolvedSamplerOptions = {
   weightSync: WeightSync;
 };
 
-function resolveWeightSync(
-  raw: Partial<OnnxSamplerOptions>,
-  checkpoint: Checkpoint | undefined,
-): WeightSync | undefined {
-  if (raw.weightSync === undefined) return undefined;
-  const weightSync = validateOneOf(raw.weightSync, ['auto', 'inputs', 'rebuild'] as const, {
-    parameter: 'options.weightSync',
-    functionName: FUNCTION,
-  });
-  if (!checkpoint) {
+type Parsed = OptionsOutput<typeof ONNX_SAMPLER_OPTIONS.schema>;
+
+/** The cross-field rules of `weightSync` (its value is checked by the schema). */
+function checkWeightSync(given: unknown, parsed: Parsed, checkpoint: Checkpoint | undefined): void {
+  const { weightSync } = parsed;
+  if (given !== undefined && !checkpoint) {
     rejectIneffective({
       parameter: 'options.weightSync',
       value: weightSync,
@@ -145,7 +226,7 @@ function resolveWeightSync(
       functionName: FUNCTION,
     });
   }
-  if (weightSync === 'inputs' && raw.engine === 'optimum') {
+  if (weightSync === 'inputs' && parsed.engine === 'optimum') {
     throw new InvalidArgumentError({
       parameter: 'options.weightSync',
       functionName: FUNCTION,
@@ -154,38 +235,18 @@ function resolveWeightSync(
         "'auto' or 'rebuild' with engine 'optimum' (its weights are built into the graph; 'inputs' is a loop-engine setting)",
     });
   }
-  return weightSync;
 }
 
-function resolveEngine(
-  raw: Partial<OnnxSamplerOptions>,
-  checkpoint: Checkpoint | undefined,
-  weightSync: WeightSync | undefined,
-) {
-  const engine =
-    raw.engine === undefined
-      ? undefined
-      : validateOneOf(raw.engine, ['loop', 'optimum'], {
-          parameter: 'options.engine',
-          functionName: FUNCTION,
-        });
+function resolveEngine(parsed: Parsed, checkpoint: Checkpoint | undefined) {
+  const { engine, stepsPerRun, weightSync } = parsed;
   if (engine === 'loop' && !checkpoint) {
     throw new InvalidArgumentError({
       parameter: 'options.engine',
       functionName: FUNCTION,
-      value: raw.engine,
+      value: engine,
       expected: "'optimum' with options.onnxPath (the loop graph is built from options.checkpoint)",
     });
   }
-  const stepsPerRun =
-    raw.stepsPerRun === undefined
-      ? undefined
-      : validateInteger(raw.stepsPerRun, {
-          parameter: 'options.stepsPerRun',
-          functionName: FUNCTION,
-          min: 1,
-          max: 1024,
-        });
   if (stepsPerRun !== undefined && (engine === 'optimum' || !checkpoint)) {
     rejectIneffective({
       parameter: 'options.stepsPerRun',
@@ -206,44 +267,14 @@ function resolveEngine(
     : ({ type: 'optimum' } as const);
 }
 
-function resolveTokenizerFiles(raw: Partial<OnnxSamplerOptions>): TokenizerFiles | undefined {
-  if (raw.tokenizer === undefined) return raw.checkpoint?.tokenizer;
-  validateOptions<TokenizerFiles>(raw.tokenizer, {
-    parameter: 'options.tokenizer',
-    functionName: FUNCTION,
-    known: ['json', 'config'],
-  });
-  return raw.tokenizer;
-}
-
-function resolveEosTokenIds(value: unknown): number[] | undefined {
-  if (value === undefined) return undefined;
-  if (
-    !Array.isArray(value) ||
-    value.some((id) => typeof id !== 'number' || !Number.isInteger(id) || id < 0)
-  ) {
-    throw new InvalidArgumentError({
-      parameter: 'options.eosTokenIds',
-      functionName: FUNCTION,
-      value,
-      expected: 'an array of non-negative integer token ids',
-    });
-  }
-  return [...value];
-}
-
 /**
  * Checks every option of {@link createOnnxSampler} (unknown keys, types, combinations that would
  * do nothing) and fills in the defaults.
  * @internal
  */
 export function resolveSamplerOptions(options: OnnxSamplerOptions): ResolvedSamplerOptions {
-  const raw = validateOptions<OnnxSamplerOptions>(options, {
-    parameter: 'options',
-    functionName: FUNCTION,
-    known: ONNX_SAMPLER_OPTION_KEYS,
-  });
-  const sources = (['checkpoint', 'onnxPath'] as const).filter((key) => raw[key] !== undefined);
+  const parsed = ONNX_SAMPLER_OPTIONS.parse(options);
+  const sources = (['checkpoint', 'onnxPath'] as const).filter((key) => parsed[key] !== undefined);
   if (sources.length !== 1) {
     throw new InvalidArgumentError({
       parameter: 'options',
@@ -253,52 +284,20 @@ export function resolveSamplerOptions(options: OnnxSamplerOptions): ResolvedSamp
     });
   }
   const checkpoint =
-    raw.checkpoint === undefined
+    parsed.checkpoint === undefined
       ? undefined
-      : // shapes and names here; the finite-value check runs once, when the graph is encoded
-        validateCheckpoint(raw.checkpoint, {
+      : // shapes and names (the schema checked them; this returns the parsed config); the
+        // finite-value check runs once, when the graph is encoded
+        validateCheckpoint(parsed.checkpoint, {
           functionName: FUNCTION,
           parameter: 'options.checkpoint',
           checkFinite: false,
         });
-  if (
-    raw.onnxPath !== undefined &&
-    (typeof raw.onnxPath !== 'string' || raw.onnxPath.length === 0)
-  ) {
-    throw new InvalidArgumentError({
-      parameter: 'options.onnxPath',
-      functionName: FUNCTION,
-      value: raw.onnxPath,
-      expected: 'a path to an .onnx file',
-    });
-  }
-  const executionProviders = validateExecutionProviders(raw.executionProviders, FUNCTION);
-  const workers =
-    raw.workers === undefined
-      ? 1
-      : validateInteger(raw.workers, {
-          parameter: 'options.workers',
-          functionName: FUNCTION,
-          min: 0,
-          max: 64,
-        });
+  const { workers, promptFormat, onnxPath } = parsed;
   const threads =
-    raw.threads === undefined
-      ? Math.max(1, Math.floor(availableParallelism() / Math.max(1, workers)))
-      : validateInteger(raw.threads, {
-          parameter: 'options.threads',
-          functionName: FUNCTION,
-          min: 1,
-          max: 256,
-        });
-  const tokenizerFiles = resolveTokenizerFiles(raw);
-  const promptFormat =
-    raw.promptFormat === undefined
-      ? 'raw'
-      : validateOneOf(raw.promptFormat, ['raw', 'chat'], {
-          parameter: 'options.promptFormat',
-          functionName: FUNCTION,
-        });
+    parsed.threads ?? Math.max(1, Math.floor(availableParallelism() / Math.max(1, workers)));
+  const tokenizerFiles: TokenizerFiles | undefined =
+    parsed.tokenizer === undefined ? checkpoint?.tokenizer : (options.tokenizer as TokenizerFiles);
   if (promptFormat === 'chat' && !tokenizerFiles) {
     rejectIneffective({
       parameter: 'options.promptFormat',
@@ -308,33 +307,18 @@ export function resolveSamplerOptions(options: OnnxSamplerOptions): ResolvedSamp
       functionName: FUNCTION,
     });
   }
-  if (raw.allowSpinning !== undefined && typeof raw.allowSpinning !== 'boolean') {
-    throw new InvalidArgumentError({
-      parameter: 'options.allowSpinning',
-      functionName: FUNCTION,
-      value: raw.allowSpinning,
-      expected: 'a boolean',
-    });
-  }
-  if (raw.modelId !== undefined && (typeof raw.modelId !== 'string' || raw.modelId === '')) {
-    throw new InvalidArgumentError({
-      parameter: 'options.modelId',
-      functionName: FUNCTION,
-      value: raw.modelId,
-      expected: 'a non-empty string',
-    });
-  }
-  const weightSync = resolveWeightSync(raw, checkpoint);
+  checkWeightSync((options as Partial<OnnxSamplerOptions>).weightSync, parsed, checkpoint);
+  const executionProviders = [...validateExecutionProviders(parsed.executionProviders, FUNCTION)];
   return {
     checkpoint,
-    onnxPath: raw.onnxPath,
+    onnxPath,
     tokenizerFiles,
     promptFormat,
     workers,
-    kind: resolveEngine(raw, checkpoint, weightSync),
-    session: { executionProviders, threads, allowSpinning: raw.allowSpinning ?? false },
-    eosTokenIds: resolveEosTokenIds(raw.eosTokenIds),
-    modelId: raw.modelId ?? (raw.onnxPath ? `onnx:${raw.onnxPath}` : 'onnx:checkpoint'),
-    weightSync: weightSync ?? 'auto',
+    kind: resolveEngine(parsed, checkpoint),
+    session: { executionProviders, threads, allowSpinning: parsed.allowSpinning },
+    eosTokenIds: parsed.eosTokenIds === undefined ? undefined : [...parsed.eosTokenIds],
+    modelId: parsed.modelId ?? (onnxPath ? `onnx:${onnxPath}` : 'onnx:checkpoint'),
+    weightSync: parsed.weightSync,
   };
 }

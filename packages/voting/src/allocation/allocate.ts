@@ -1,24 +1,26 @@
 import {
-  assertSampler,
   type Completion,
-  InvalidArgumentError,
   type Prompt,
   RlvrError,
-  type Sampler,
   throwIfAborted,
   validateInteger,
-  validateNumber,
-  validateOptions,
 } from '@rlvr/core';
 import {
-  readSampling,
-  rejectAbortedGroup,
-  type SamplingOptions,
-} from '../sampling/sampled-vote.js';
+  custom,
+  defineOptions,
+  integer,
+  number,
+  type OptionsInput,
+  optional,
+  required,
+  withDefault,
+} from '@rlvr/options';
+import { rejectAbortedGroup, SAMPLING_SCHEMA } from '../sampling/sampled-vote.js';
 import { betaStopProbability } from '../sampling/stopping.js';
 import { defaultEquals, defaultExtract } from '../vote/defaults.js';
-import { checkFunction, safeExtract, tally } from '../vote/majority-vote.js';
-import type { EqualsFn, ExtractFn, VoteResult } from '../vote/types.js';
+import { safeExtract, tally } from '../vote/majority-vote.js';
+import type { VoteResult } from '../vote/types.js';
+import { ANSWER_FIELDS, SAMPLER_FIELD, SIGNAL_FIELD } from '../vote/vote-fields.js';
 
 /** What the planner knows about one prompt. */
 export type AllocationState = {
@@ -29,15 +31,35 @@ export type AllocationState = {
   runnerUpVotes: number;
 };
 
-/** Planner settings. */
-export type AllocationPolicy = {
-  /** Samples added to a prompt each time it is picked. */
-  roundSize: number;
-  /** Prompts whose Beta stop probability reaches this get no more samples. */
-  threshold: number;
-  /** Cap per prompt. */
-  maxPerPrompt: number;
-};
+// Optional in the schema (planAllocationRound checks the keys only, as it always has); all three
+// are required by the type.
+const count = (description: string) =>
+  optional(
+    custom<number>(() => true, 'a sample count'),
+    { description, defaultText: 'required' },
+  );
+
+/**
+ * The planner settings of {@link planAllocationRound}, declared once (its keys are checked;
+ * `allocateVotes` checks the values it passes).
+ */
+export const ALLOCATION_POLICY_OPTIONS = defineOptions(
+  {
+    roundSize: count('Samples added to a prompt each time it is picked.'),
+    threshold: optional(
+      custom<number>(() => true, 'a stop probability'),
+      {
+        description: 'Prompts whose Beta stop probability reaches this get no more samples.',
+        defaultText: 'required',
+      },
+    ),
+    maxPerPrompt: count('Cap per prompt.'),
+  },
+  { parameter: 'policy', functionName: 'planAllocationRound' },
+);
+
+/** Planner settings (see {@link ALLOCATION_POLICY_OPTIONS}). */
+export type AllocationPolicy = Required<OptionsInput<typeof ALLOCATION_POLICY_OPTIONS.schema>>;
 
 /**
  * One round of difficulty-aware allocation (in the spirit of Snell et al. 2024): the prompts whose
@@ -57,11 +79,7 @@ export function planAllocationRound(
   remaining: number,
   policy: AllocationPolicy,
 ): [number, number][] {
-  validateOptions(policy, {
-    parameter: 'policy',
-    functionName: 'planAllocationRound',
-    known: ['roundSize', 'threshold', 'maxPerPrompt'],
-  });
+  ALLOCATION_POLICY_OPTIONS.parse(policy);
   const candidates = states
     .map((state, index) => ({
       index,
@@ -85,25 +103,69 @@ export function planAllocationRound(
   return plan;
 }
 
-/** Options of {@link allocateVotes}. */
-export type AllocateVotesOptions = {
-  sampler: Sampler;
-  prompts: readonly Prompt[];
-  /** Total samples to spend across all prompts (an upper bound: confident prompts stop early). */
+const FN = 'allocateVotes';
+
+/**
+ * The options of {@link allocateVotes}, declared once: {@link AllocateVotesOptions},
+ * {@link ALLOCATE_VOTES_DEFAULTS}, the validation and the README table come from it. The ranges
+ * that depend on other options (`totalSamples` ≥ one sample per prompt, `maxPerPrompt` ≥ the
+ * first round) are checked next to the parse.
+ */
+export const ALLOCATE_VOTES_OPTIONS = defineOptions(
+  {
+    sampler: SAMPLER_FIELD,
+    prompts: required(
+      custom<readonly Prompt[]>(
+        (value) => Array.isArray(value) && value.length > 0,
+        'a non-empty array of prompts',
+      ),
+      'The prompts (text or token ids), passed to the sampler.',
+    ),
+    // checked after the parse (its range depends on the prompts), so a missing one reads as
+    // validateInteger says it; required by the type
+    totalSamples: optional(
+      custom<number>(() => true, 'an integer >= the number of prompts'),
+      {
+        description:
+          'Total samples to spend across all prompts (an upper bound: confident prompts stop early).',
+        defaultText: 'required',
+      },
+    ),
+    initialSamples: withDefault(
+      integer({ min: 1 }),
+      4,
+      'Samples per prompt in the first, uniform round (at most `totalSamples` / prompts).',
+    ),
+    roundSize: withDefault(integer({ min: 1 }), 4, 'Samples added per pick in later rounds.'),
+    threshold: withDefault(
+      number({ min: 0, max: 1, exclusiveMin: true, exclusiveMax: true }),
+      0.95,
+      'Stop probability (Beta criterion) at which a prompt counts as decided.',
+    ),
+    maxPerPrompt: optional(
+      custom<number>(() => true, 'an integer >= the first round'),
+      {
+        description: 'Cap per prompt (at least the first round).',
+        defaultText: '`totalSamples`',
+      },
+    ),
+    sampling: required(SAMPLING_SCHEMA, 'Sampling settings (see `SamplingOptions`).'),
+    ...ANSWER_FIELDS,
+    signal: SIGNAL_FIELD,
+  },
+  { parameter: 'options', functionName: FN },
+);
+
+/** Options of {@link allocateVotes} (see {@link ALLOCATE_VOTES_OPTIONS} for each one). */
+export type AllocateVotesOptions = Omit<
+  OptionsInput<typeof ALLOCATE_VOTES_OPTIONS.schema>,
+  'totalSamples'
+> & {
   totalSamples: number;
-  /** Samples per prompt in the first, uniform round. Default 4. */
-  initialSamples?: number;
-  /** Samples added per pick in later rounds. Default 4. */
-  roundSize?: number;
-  /** Stop probability at which a prompt counts as decided. Default 0.95. */
-  threshold?: number;
-  /** Cap per prompt. Default: totalSamples. */
-  maxPerPrompt?: number;
-  sampling: SamplingOptions;
-  extract?: ExtractFn;
-  equals?: EqualsFn;
-  signal?: AbortSignal;
 };
+
+/** The defaults of {@link allocateVotes}' options. */
+export const ALLOCATE_VOTES_DEFAULTS = ALLOCATE_VOTES_OPTIONS.defaults;
 
 /** Result of {@link allocateVotes}. */
 export type AllocateVotesResult = {
@@ -127,72 +189,24 @@ export type AllocateVotesResult = {
  * @throws {InvalidArgumentError} for bad options (e.g. a budget smaller than one sample per prompt).
  */
 export async function allocateVotes(options: AllocateVotesOptions): Promise<AllocateVotesResult> {
-  const FN = 'allocateVotes';
-  const raw = validateOptions<AllocateVotesOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: [
-      'sampler',
-      'prompts',
-      'totalSamples',
-      'initialSamples',
-      'roundSize',
-      'threshold',
-      'maxPerPrompt',
-      'sampling',
-      'extract',
-      'equals',
-      'signal',
-    ],
-  });
-  assertSampler(raw.sampler, 'options.sampler');
-  const sampler = raw.sampler;
-  if (!Array.isArray(raw.prompts) || raw.prompts.length === 0) {
-    throw new InvalidArgumentError({
-      parameter: 'options.prompts',
-      functionName: FN,
-      value: raw.prompts,
-      expected: 'a non-empty array of prompts',
-    });
-  }
-  const prompts = raw.prompts;
+  const raw = ALLOCATE_VOTES_OPTIONS.parse(options);
+  const { sampler, prompts, sampling, extract = defaultExtract, equals = defaultEquals } = raw;
   const total = validateInteger(raw.totalSamples, {
     parameter: 'options.totalSamples',
     functionName: FN,
     min: prompts.length,
   });
-  const initial = Math.min(
-    validateInteger(raw.initialSamples ?? 4, {
-      parameter: 'options.initialSamples',
-      functionName: FN,
-      min: 1,
-    }),
-    Math.floor(total / prompts.length),
-  );
+  const initial = Math.min(raw.initialSamples, Math.floor(total / prompts.length));
   const policy: AllocationPolicy = {
-    roundSize: validateInteger(raw.roundSize ?? 4, {
-      parameter: 'options.roundSize',
-      functionName: FN,
-      min: 1,
-    }),
-    threshold: validateNumber(raw.threshold ?? 0.95, {
-      parameter: 'options.threshold',
-      functionName: FN,
-      min: 0,
-      max: 1,
-      exclusiveMin: true,
-      exclusiveMax: true,
-    }),
+    roundSize: raw.roundSize,
+    threshold: raw.threshold,
     maxPerPrompt: validateInteger(raw.maxPerPrompt ?? total, {
       parameter: 'options.maxPerPrompt',
       functionName: FN,
       min: initial,
     }),
   };
-  const sampling = readSampling(raw.sampling, FN);
   const maxNewTokens = sampling.maxNewTokens;
-  const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
-  const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
 
   const completions: Completion[][] = prompts.map(() => []);
   const answers: (string | null)[][] = prompts.map(() => []);

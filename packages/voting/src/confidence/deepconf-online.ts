@@ -1,19 +1,30 @@
 import {
-  assertSampler,
   type Completion,
   InvalidArgumentError,
   type Prompt,
   type Sampler,
   throwIfAborted,
-  validateInteger,
-  validateNumber,
-  validateOneOf,
-  validateOptions,
 } from '@rlvr/core';
-import { drawCompletions, readSampling, type SamplingOptions } from '../sampling/sampled-vote.js';
+import {
+  custom,
+  defineOptions,
+  integer,
+  number,
+  type OptionsInput,
+  oneOf,
+  optional,
+  required,
+  withDefault,
+} from '@rlvr/options';
+import {
+  drawCompletions,
+  SAMPLING_SCHEMA,
+  type SamplingOptions,
+} from '../sampling/sampled-vote.js';
 import { defaultEquals, defaultExtract } from '../vote/defaults.js';
-import { checkFunction, safeExtract } from '../vote/majority-vote.js';
+import { safeExtract } from '../vote/majority-vote.js';
 import type { EqualsFn, ExtractFn } from '../vote/types.js';
+import { ANSWER_FIELDS, SAMPLER_FIELD, SIGNAL_FIELD } from '../vote/vote-fields.js';
 import { summarize, tokenConfidences } from './confidence.js';
 import {
   type ConfidenceVoteResult,
@@ -21,34 +32,86 @@ import {
   voteOverKept,
 } from './confidence-vote.js';
 
-/** Options of {@link deepConfOnline}. */
-export type DeepConfOnlineOptions = {
-  sampler: Sampler;
+const FN = 'deepConfOnline';
+
+/**
+ * The options of {@link deepConfOnline}, declared once: {@link DeepConfOnlineOptions},
+ * {@link DEEPCONF_ONLINE_DEFAULTS}, the validation and the README table come from it.
+ */
+export const DEEPCONF_ONLINE_OPTIONS = defineOptions(
+  {
+    sampler: SAMPLER_FIELD,
+    // passed to the sampler, which checks it (as it always has); required by the type
+    prompt: optional(
+      custom<Prompt>(() => true, "a Prompt (the sampler's input)"),
+      {
+        description: 'The prompt (text or token ids), passed to the sampler.',
+        defaultText: 'required',
+      },
+    ),
+    sampling: required(
+      SAMPLING_SCHEMA,
+      'Sampling settings of every trace (see `SamplingOptions`; `topLogprobs` and `confidenceStop` are set by the driver).',
+    ),
+    maxSamples: required(
+      integer({ min: 1 }),
+      'Hard cap on traces, warm-up included (the budget B).',
+    ),
+    maxTokens: optional(integer({ min: 1 }), {
+      description: 'Hard cap on generated tokens over all traces, stopped ones included.',
+      defaultText: 'no cap',
+    }),
+    warmup: withDefault(
+      integer({ min: 1 }),
+      16,
+      'Warm-up traces N_init, sampled without a stop, that set the threshold.',
+    ),
+    keepTop: withDefault(
+      number({ min: 0, max: 100, exclusiveMin: true }),
+      10,
+      'η: the threshold keeps the top `keepTop`% of the warm-up (10: DeepConf-low, 90: DeepConf-high).',
+    ),
+    consensus: withDefault(
+      number({ min: 0, max: 1, exclusiveMin: true }),
+      0.95,
+      "Stop at this weighted consensus τ (the winner's share).",
+    ),
+    windowSize: withDefault(
+      integer({ min: 1 }),
+      2048,
+      'Sliding window of the group confidence, in tokens.',
+    ),
+    topLogprobs: withDefault(
+      integer({ min: 1 }),
+      20,
+      "k of the top-k logprobs a token's confidence is computed from.",
+    ),
+    batchSize: withDefault(
+      integer({ min: 1 }),
+      1,
+      'Traces per sampler call after the warm-up (consensus is checked after each call).',
+    ),
+    weighting: withDefault(
+      oneOf(['confidence', 'uniform'] as const satisfies readonly ConfidenceWeighting[]),
+      'confidence',
+      "`confidence`: each kept trace's vote weighs its lowest group confidence; `uniform`: 1 each.",
+    ),
+    ...ANSWER_FIELDS,
+    signal: SIGNAL_FIELD,
+  },
+  { parameter: 'options', functionName: FN },
+);
+
+/** Options of {@link deepConfOnline} (see {@link DEEPCONF_ONLINE_OPTIONS} for each one). */
+export type DeepConfOnlineOptions = Omit<
+  OptionsInput<typeof DEEPCONF_ONLINE_OPTIONS.schema>,
+  'prompt'
+> & {
   prompt: Prompt;
-  /** Sampling settings of every trace (`topLogprobs` and `confidenceStop` are set by the driver). */
-  sampling: SamplingOptions;
-  /** Hard cap on traces, warm-up included (the budget B). */
-  maxSamples: number;
-  /** Hard cap on generated tokens over all traces, stopped ones included. Default: no cap. */
-  maxTokens?: number;
-  /** Warm-up traces N_init, sampled without a stop, that set the threshold. Default 16. */
-  warmup?: number;
-  /** η: the threshold keeps the top `keepTop`% of the warm-up (10: DeepConf-low, 90: -high). Default 10. */
-  keepTop?: number;
-  /** Stop at this weighted consensus τ (the winner's share). Default 0.95. */
-  consensus?: number;
-  /** Sliding window of the group confidence, in tokens. Default 2048. */
-  windowSize?: number;
-  /** k of the top-k logprobs a token's confidence is computed from. Default 20. */
-  topLogprobs?: number;
-  /** Traces per sampler call after the warm-up (consensus is checked after each call). Default 1. */
-  batchSize?: number;
-  /** Default `'confidence'`. */
-  weighting?: ConfidenceWeighting;
-  extract?: ExtractFn;
-  equals?: EqualsFn;
-  signal?: AbortSignal;
 };
+
+/** The defaults of {@link deepConfOnline}'s options. */
+export const DEEPCONF_ONLINE_DEFAULTS = DEEPCONF_ONLINE_OPTIONS.defaults;
 
 /** Why {@link deepConfOnline} stopped sampling. */
 export type DeepConfStopReason = 'consensus' | 'sample-budget' | 'token-budget';
@@ -68,25 +131,6 @@ export type DeepConfOnlineResult = ConfidenceVoteResult & {
   stopThreshold: number;
   stoppedBecause: DeepConfStopReason;
 };
-
-const FN = 'deepConfOnline';
-const KEYS = [
-  'sampler',
-  'prompt',
-  'sampling',
-  'maxSamples',
-  'maxTokens',
-  'warmup',
-  'keepTop',
-  'consensus',
-  'windowSize',
-  'topLogprobs',
-  'batchSize',
-  'weighting',
-  'extract',
-  'equals',
-  'signal',
-];
 
 /** `np.percentile(values, q)` (linear interpolation); `NaN` for no values. @internal */
 export function percentile(values: readonly number[], q: number): number {
@@ -255,60 +299,26 @@ type ResolvedOnline = {
 };
 
 function readOnlineOptions(options: DeepConfOnlineOptions): ResolvedOnline {
-  const raw = validateOptions<DeepConfOnlineOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: KEYS,
-  });
-  assertSampler(raw.sampler, 'options.sampler');
+  // The driver's own sampling fields: refused with what to set instead (before the schema, which
+  // would call them unknown keys).
+  const given = (options as { sampling?: unknown } | null | undefined)?.sampling;
   for (const key of ['topLogprobs', 'confidenceStop'] as const) {
-    const sampling = raw.sampling as Record<string, unknown> | undefined;
-    if (sampling !== null && typeof sampling === 'object' && key in sampling) {
+    if (given !== null && typeof given === 'object' && key in given) {
       throw new InvalidArgumentError({
         parameter: `options.sampling.${key}`,
         functionName: FN,
-        value: sampling[key],
+        value: (given as Record<string, unknown>)[key],
         expected: `nothing: ${FN} sets it (use options.topLogprobs, options.windowSize, options.keepTop)`,
       });
     }
   }
-  const sampling = readSampling(raw.sampling, FN) as SamplingOptions & { maxNewTokens: number };
-  const integer = (value: unknown, name: string, fallback: number | undefined, min = 1) =>
-    validateInteger(value ?? fallback, { parameter: `options.${name}`, functionName: FN, min });
-  const maxSamples = integer(raw.maxSamples, 'maxSamples', undefined);
+  const raw = DEEPCONF_ONLINE_OPTIONS.parse(options);
   return {
-    sampler: raw.sampler,
+    ...raw,
     prompt: raw.prompt as Prompt,
-    sampling,
-    maxSamples,
-    maxTokens:
-      raw.maxTokens === undefined
-        ? Number.POSITIVE_INFINITY
-        : integer(raw.maxTokens, 'maxTokens', undefined),
-    warmup: integer(raw.warmup, 'warmup', 16),
-    keepTop: validateNumber(raw.keepTop ?? 10, {
-      parameter: 'options.keepTop',
-      functionName: FN,
-      min: 0,
-      exclusiveMin: true,
-      max: 100,
-    }),
-    consensus: validateNumber(raw.consensus ?? 0.95, {
-      parameter: 'options.consensus',
-      functionName: FN,
-      min: 0,
-      exclusiveMin: true,
-      max: 1,
-    }),
-    windowSize: integer(raw.windowSize, 'windowSize', 2048),
-    topLogprobs: integer(raw.topLogprobs, 'topLogprobs', 20),
-    batchSize: integer(raw.batchSize, 'batchSize', 1),
-    weighting: validateOneOf(raw.weighting ?? 'confidence', ['confidence', 'uniform'] as const, {
-      parameter: 'options.weighting',
-      functionName: FN,
-    }),
-    extract: checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract,
-    equals: checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals,
+    maxTokens: raw.maxTokens ?? Number.POSITIVE_INFINITY,
+    extract: raw.extract ?? defaultExtract,
+    equals: raw.equals ?? defaultEquals,
     signal: raw.signal,
   };
 }

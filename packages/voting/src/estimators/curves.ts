@@ -5,22 +5,40 @@ import {
   validateInteger,
   validateOptions,
 } from '@rlvr/core';
+import { custom, defineOptions, type OptionsInput, optional } from '@rlvr/options';
 import { defaultEquals, defaultExtract } from '../vote/defaults.js';
-import { checkFunction, clusterAnswers, safeEquals, safeExtract } from '../vote/majority-vote.js';
-import type { EqualsFn, ExtractFn } from '../vote/types.js';
+import { clusterAnswers, safeEquals, safeExtract } from '../vote/majority-vote.js';
+import { ANSWER_FIELDS } from '../vote/vote-fields.js';
 
 /** pass@k and maj@k of one prompt at one k. */
 export type CurvePoint = { k: number; passAtK: number; majAtK: number };
 
-/** Options shared by the estimators. */
-export type EstimatorOptions = {
-  extract?: ExtractFn;
-  equals?: EqualsFn;
-  /** The k values; default 1, 2, 4, … up to n (and n itself). */
-  ks?: readonly number[];
-};
+/**
+ * The options of {@link accuracyCurve} (and {@link meanAccuracyCurve}), declared once. The ks'
+ * range depends on the sample count: checked next to the parse.
+ */
+export const ESTIMATOR_OPTIONS = defineOptions(
+  {
+    ...ANSWER_FIELDS,
+    ks: optional(
+      custom<readonly number[]>(() => true, 'integers in [1, n]'),
+      {
+        description: 'The k values (each an integer from 1 to the sample count n).',
+        defaultText: '1, 2, 4, … up to n (and n itself)',
+      },
+    ),
+  },
+  { parameter: 'options', functionName: 'accuracyCurve' },
+);
 
-const ESTIMATOR_KEYS = ['extract', 'equals', 'ks'] as const;
+/** Options shared by the estimators (see {@link ESTIMATOR_OPTIONS}). */
+export type EstimatorOptions = OptionsInput<typeof ESTIMATOR_OPTIONS.schema>;
+
+/** The options of {@link majAtKFromAnswers}, declared once. */
+export const MAJ_AT_K_OPTIONS = defineOptions(
+  { equals: ANSWER_FIELDS.equals },
+  { parameter: 'options', functionName: 'majAtKFromAnswers' },
+);
 
 /** The powers of two up to n, plus n. */
 export function defaultKs(n: number): number[] {
@@ -44,10 +62,10 @@ export function majAtKFromAnswers(
   answers: readonly (string | null)[],
   gold: string,
   k: number,
-  options: { equals?: EqualsFn } = {},
+  options: OptionsInput<typeof MAJ_AT_K_OPTIONS.schema> = {},
 ): number {
   const FN = 'majAtKFromAnswers';
-  validateOptions(options, { parameter: 'options', functionName: FN, known: ['equals'] });
+  const { equals = defaultEquals } = MAJ_AT_K_OPTIONS.parse(options);
   if (!Array.isArray(answers) || answers.length === 0) {
     throw new InvalidArgumentError({
       parameter: 'answers',
@@ -57,7 +75,6 @@ export function majAtKFromAnswers(
     });
   }
   validateInteger(k, { parameter: 'k', functionName: FN, min: 1, max: answers.length });
-  const equals = checkFunction(options.equals, 'options.equals', FN) ?? defaultEquals;
   const clusters = clusterAnswers(
     answers,
     answers.map(() => 1),
@@ -90,11 +107,7 @@ export function accuracyCurve(
   options: EstimatorOptions = {},
 ): CurvePoint[] {
   const FN = 'accuracyCurve';
-  const raw = validateOptions<EstimatorOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: ESTIMATOR_KEYS,
-  });
+  const raw = ESTIMATOR_OPTIONS.parse(options);
   if (!Array.isArray(samples) || samples.length === 0) {
     throw new InvalidArgumentError({
       parameter: 'samples',
@@ -111,8 +124,7 @@ export function accuracyCurve(
       expected: 'the gold answer as a string',
     });
   }
-  const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
-  const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
+  const { extract = defaultExtract, equals = defaultEquals } = raw;
   const n = samples.length;
   const ks = raw.ks ?? defaultKs(n);
   ks.forEach((k, index) => {
@@ -138,7 +150,12 @@ export function meanAccuracyCurve(
   options: EstimatorOptions = {},
 ): CurvePoint[] {
   const FN = 'meanAccuracyCurve';
-  validateOptions(options, { parameter: 'options', functionName: FN, known: ESTIMATOR_KEYS });
+  // the keys here; their values in accuracyCurve, which names itself in the errors (as before)
+  validateOptions(options, {
+    parameter: 'options',
+    functionName: FN,
+    known: ESTIMATOR_OPTIONS.keys,
+  });
   if (!Array.isArray(records) || records.length === 0) {
     throw new InvalidArgumentError({
       parameter: 'records',

@@ -1,6 +1,5 @@
 import {
   AbortedError,
-  assertSampler,
   type Completion,
   isAbortedGroup,
   type Prompt,
@@ -11,8 +10,6 @@ import {
   throwIfAborted,
 } from '@rlvr/core';
 import {
-  asserted,
-  custom,
   defineOptions,
   expecting,
   integer,
@@ -30,7 +27,7 @@ import {
 import { defaultEquals, defaultExtract } from '../vote/defaults.js';
 import { rankClusters, safeExtract, sampleWeights, tally } from '../vote/majority-vote.js';
 import type { EqualsFn, ExtractFn, VoteResult, Weighting } from '../vote/types.js';
-import { ANSWER_FIELDS } from '../vote/vote-fields.js';
+import { ANSWER_FIELDS, PROMPT_FIELD, SAMPLER_FIELD, SIGNAL_FIELD } from '../vote/vote-fields.js';
 import { betaStopProbability, dirichletStopProbability } from './stopping.js';
 
 /**
@@ -79,27 +76,11 @@ export type SampledVoteResult = VoteResult & {
   stoppedBecause: StopReason;
 };
 
-const SAMPLER = required(
-  asserted<Sampler>(
-    (value, parameter) => assertSampler(value, parameter),
-    'a Sampler (an object with a sample() method)',
-  ),
-  'Any core `Sampler` (local, served or queue-backed).',
-);
-const PROMPT = required(
-  custom<Prompt>(() => true, "a Prompt (the sampler's input)"),
-  'The prompt (text or token ids), passed to the sampler.',
-);
-const SIGNAL = optional(
-  custom<AbortSignal>(() => true, 'an AbortSignal'),
-  'Cancels the vote.',
-);
-
 /** The options of {@link vote}, declared once. */
 export const VOTE_OPTIONS = defineOptions(
   {
-    sampler: SAMPLER,
-    prompt: PROMPT,
+    sampler: SAMPLER_FIELD,
+    prompt: PROMPT_FIELD,
     n: required(integer({ min: 1 }), 'Number of samples.'),
     sampling: required(SAMPLING_SCHEMA, 'Sampling settings (see `SamplingOptions`).'),
     ...ANSWER_FIELDS,
@@ -108,7 +89,7 @@ export const VOTE_OPTIONS = defineOptions(
       'uniform',
       "How much each sample's vote counts; the logprob weightings use the completions' behaviour logprobs.",
     ),
-    signal: SIGNAL,
+    signal: SIGNAL_FIELD,
   },
   { parameter: 'options', functionName: 'vote' },
 );
@@ -174,8 +155,8 @@ const STOP_STRATEGY = expecting(
 /** The options of {@link adaptiveVote}, declared once. */
 export const ADAPTIVE_VOTE_OPTIONS = defineOptions(
   {
-    sampler: SAMPLER,
-    prompt: PROMPT,
+    sampler: SAMPLER_FIELD,
+    prompt: PROMPT_FIELD,
     strategy: required(
       STOP_STRATEGY,
       '`{ type: esc, windowSize }` (Early-Stopping Self-Consistency) or `{ type: adaptive-consistency, criterion?, threshold?, minSamples? }` (Adaptive-Consistency).',
@@ -192,7 +173,7 @@ export const ADAPTIVE_VOTE_OPTIONS = defineOptions(
     }),
     sampling: required(SAMPLING_SCHEMA, 'Sampling settings (see `SamplingOptions`).'),
     ...ANSWER_FIELDS,
-    signal: SIGNAL,
+    signal: SIGNAL_FIELD,
   },
   { parameter: 'options', functionName: 'adaptiveVote' },
 );

@@ -5,6 +5,7 @@ import {
   validateInteger,
   validateOptions,
 } from '@rlvr/core';
+import { custom, defineOptions, integer, type OptionsInput, withDefault } from '@rlvr/options';
 
 /**
  * Adaptive-Consistency's Beta criterion (Aggarwal et al. 2023): with v1 votes for the leader and
@@ -34,6 +35,19 @@ export function betaStopProbability(leaderVotes: number, runnerUpVotes: number):
   return Math.min(1, sum);
 }
 
+/** The options of {@link dirichletStopProbability}, declared once. */
+export const DIRICHLET_STOP_OPTIONS = defineOptions(
+  {
+    samples: withDefault(integer({ min: 1 }), 4000, 'Monte Carlo draws.'),
+    seed: withDefault(
+      custom<number>(() => true, "a seed (as @rlvr/core's createRng takes it)"),
+      0,
+      'Seed of the draws (the estimate is deterministic for a given seed).',
+    ),
+  },
+  { parameter: 'options', functionName: 'dirichletStopProbability' },
+);
+
 /**
  * Adaptive-Consistency's Dirichlet criterion: the probability that the current leader has the
  * largest true share, under a Dirichlet(v + 1) posterior over the observed answers, estimated by
@@ -43,7 +57,7 @@ export function betaStopProbability(leaderVotes: number, runnerUpVotes: number):
  */
 export function dirichletStopProbability(
   counts: readonly number[],
-  options: { samples?: number; seed?: number } = {},
+  options: OptionsInput<typeof DIRICHLET_STOP_OPTIONS.schema> = {},
 ): number {
   const FN = 'dirichletStopProbability';
   validateFiniteArray(counts, { parameter: 'counts', functionName: FN });
@@ -58,14 +72,15 @@ export function dirichletStopProbability(
       expected: 'at least one count',
     });
   }
-  validateOptions(options, { parameter: 'options', functionName: FN, known: ['samples', 'seed'] });
-  if (counts.length === 1) return 1;
-  const draws = validateInteger(options.samples ?? 4000, {
-    parameter: 'options.samples',
+  validateOptions(options, {
+    parameter: 'options',
     functionName: FN,
-    min: 1,
+    known: DIRICHLET_STOP_OPTIONS.keys,
   });
-  const rng = createRng(options.seed ?? 0);
+  // A single answer leads whatever the draws: their settings are checked only when used.
+  if (counts.length === 1) return 1;
+  const { samples: draws, seed } = DIRICHLET_STOP_OPTIONS.parse(options);
+  const rng = createRng(seed);
   let leader = 0;
   counts.forEach((count, index) => {
     if (count > counts[leader]!) leader = index;

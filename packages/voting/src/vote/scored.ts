@@ -1,7 +1,9 @@
-import { InvalidArgumentError, validateOptions } from '@rlvr/core';
+import { InvalidArgumentError } from '@rlvr/core';
+import { defineOptions, func, type OptionsInput, required } from '@rlvr/options';
 import { defaultEquals, defaultExtract } from './defaults.js';
-import { checkFunction, readSamples, safeExtract, tally, textOf } from './majority-vote.js';
-import type { EqualsFn, ExtractFn, VoteResult, VoteSample } from './types.js';
+import { readSamples, safeExtract, tally, textOf } from './majority-vote.js';
+import type { VoteResult, VoteSample } from './types.js';
+import { ANSWER_FIELDS } from './vote-fields.js';
 
 /**
  * Scores one sample (a reward model, a verifier score, a heuristic). Higher is better; for weighted
@@ -9,24 +11,30 @@ import type { EqualsFn, ExtractFn, VoteResult, VoteSample } from './types.js';
  */
 export type Scorer = (text: string, index: number) => number | Promise<number>;
 
-/** Options of {@link scoredVote}. */
-export type ScoredVoteOptions = {
-  scorer: Scorer;
-  extract?: ExtractFn;
-  equals?: EqualsFn;
+const SCORER = {
+  scorer: required(
+    func<Scorer>('a function (text, index) => number | Promise<number>'),
+    "Scores each sample (higher is better); in `scoredVote` the score is the sample's vote weight (≥ 0).",
+  ),
 };
 
-function requireScorer(value: unknown, functionName: string): Scorer {
-  if (typeof value !== 'function') {
-    throw new InvalidArgumentError({
-      parameter: 'options.scorer',
-      functionName,
-      value,
-      expected: 'a function (text, index) => number | Promise<number>',
-    });
-  }
-  return value as Scorer;
-}
+/** The options of {@link scoredVote}, declared once (type, validation, README table). */
+export const SCORED_VOTE_OPTIONS = defineOptions(
+  { ...SCORER, ...ANSWER_FIELDS },
+  { parameter: 'options', functionName: 'scoredVote' },
+);
+
+/** Options of {@link scoredVote} (see {@link SCORED_VOTE_OPTIONS} for each one). */
+export type ScoredVoteOptions = OptionsInput<typeof SCORED_VOTE_OPTIONS.schema>;
+
+/** The options of {@link bestOfN}, declared once. */
+export const BEST_OF_N_OPTIONS = defineOptions(SCORER, {
+  parameter: 'options',
+  functionName: 'bestOfN',
+});
+
+/** Options of {@link bestOfN}. */
+export type BestOfNOptions = OptionsInput<typeof BEST_OF_N_OPTIONS.schema>;
 
 async function scoreAll(
   samples: readonly VoteSample[],
@@ -63,14 +71,11 @@ export async function scoredVote(
 ): Promise<VoteResult> {
   const FN = 'scoredVote';
   const input = readSamples(samples, FN);
-  const raw = validateOptions<ScoredVoteOptions>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: ['scorer', 'extract', 'equals'],
-  });
-  const scorer = requireScorer(raw.scorer, FN);
-  const extract = checkFunction(raw.extract, 'options.extract', FN) ?? defaultExtract;
-  const equals = checkFunction(raw.equals, 'options.equals', FN) ?? defaultEquals;
+  const {
+    scorer,
+    extract = defaultExtract,
+    equals = defaultEquals,
+  } = SCORED_VOTE_OPTIONS.parse(options);
   const scores = await scoreAll(input, scorer, FN);
   scores.forEach((score, index) => {
     if (!(score >= 0) || !Number.isFinite(score)) {
@@ -109,16 +114,11 @@ export type BestOfNResult = {
  */
 export async function bestOfN(
   samples: readonly VoteSample[],
-  options: { scorer: Scorer },
+  options: BestOfNOptions,
 ): Promise<BestOfNResult> {
   const FN = 'bestOfN';
   const input = readSamples(samples, FN);
-  const raw = validateOptions<{ scorer: Scorer }>(options, {
-    parameter: 'options',
-    functionName: FN,
-    known: ['scorer'],
-  });
-  const scorer = requireScorer(raw.scorer, FN);
+  const { scorer } = BEST_OF_N_OPTIONS.parse(options);
   const scores = await scoreAll(input, scorer, FN);
   let index = -1;
   scores.forEach((score, i) => {

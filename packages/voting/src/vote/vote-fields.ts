@@ -1,4 +1,5 @@
-import { func, optional } from '@rlvr/options';
+import { assertSampler, type Prompt, type Sampler } from '@rlvr/core';
+import { asserted, custom, func, optional, required } from '@rlvr/options';
 import type { EqualsFn, ExtractFn } from './types.js';
 
 /**
@@ -15,3 +16,24 @@ export const ANSWER_FIELDS = {
     defaultText: "the math verifier's (`mathEquivalent` of @rlvr/verifiers)",
   }),
 };
+
+/** The sampler of the votes that sample (`vote`, `adaptiveVote`, `deepConfOnline`, `allocateVotes`). */
+export const SAMPLER_FIELD = required(
+  asserted<Sampler>(
+    (value, parameter) => assertSampler(value, parameter),
+    'a Sampler (an object with a sample() method)',
+  ),
+  'Any core `Sampler` (local, served or queue-backed).',
+);
+
+/** The prompt of a vote that samples. */
+export const PROMPT_FIELD = required(
+  custom<Prompt>(() => true, "a Prompt (the sampler's input)"),
+  'The prompt (text or token ids), passed to the sampler.',
+);
+
+/** The abort signal of a vote that samples. */
+export const SIGNAL_FIELD = optional(
+  custom<AbortSignal>(() => true, 'an AbortSignal'),
+  'Cancels the vote.',
+);
