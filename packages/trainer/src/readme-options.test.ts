@@ -1,0 +1,21 @@
+import { staleReadmeTables } from '@rlvr/options/readme';
+import { describe, expect, it } from 'vitest';
+import { GRPO_CONFIG } from './grpo/grpo-config.js';
+import { CREATE_LLAMA_MODEL_OPTIONS } from './model/llama-model-options.js';
+import { POLICY_TRAINER_OPTIONS } from './train/trainer-options.js';
+
+const README = new URL('../README.md', import.meta.url);
+
+describe('README options tables', () => {
+  it('should be the tables generated from the options schemas', () => {
+    const tables = {
+      GrpoConfig: GRPO_CONFIG.schema,
+      createPolicyTrainer: POLICY_TRAINER_OPTIONS.schema,
+      createLlamaModel: CREATE_LLAMA_MODEL_OPTIONS.schema,
+    };
+    expect(
+      staleReadmeTables(README, tables),
+      'run UPDATE_OPTIONS_TABLES=1 npx vitest run src/readme-options.test.ts',
+    ).toEqual([]);
+  });
+});
