@@ -11,7 +11,7 @@ import { cli } from '../test/run-captured.js';
 import { grpoCommand } from './grpo.js';
 import { POLICY_TRAINER_KEYS } from './train-student.js';
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
 const schemas = configJsonSchemas();
 const validGrpo = ajv.compile(schemas.grpo!);
@@ -23,7 +23,7 @@ describe("the CLI's trainer keys, from @rlvr/trainer's schemas", () => {
     const shape = shapeOf(GRPO_CONFIG.schema)!;
     for (const key of GRPO_CONFIG_KEYS) {
       const { takes } = fieldSummary(shape[key]!);
-      expect(help, key).toMatch(new RegExp(`\\n  ${key} +${escape(takes)}`));
+      expect(help, key).toMatch(new RegExp(`\\n  ${key} +${escaped(takes)}`));
     }
     expect(help).toMatch(/\n {2}groupSize +an integer >= 2; default 8\n/);
     expect(help).toMatch(/\n {2}maxSteps +an integer >= 1; required\n/);
@@ -34,7 +34,7 @@ describe("the CLI's trainer keys, from @rlvr/trainer's schemas", () => {
     const shape = shapeOf(POLICY_TRAINER_OPTIONS.schema)!;
     for (const key of POLICY_TRAINER_KEYS) {
       const { takes } = fieldSummary(shape[key]!);
-      expect(help, key).toMatch(new RegExp(`\\n  ${key} +${escape(takes)}`));
+      expect(help, key).toMatch(new RegExp(`\\n  ${key} +${escaped(takes)}`));
     }
   });
 
