@@ -1,6 +1,7 @@
 import { staleReadmeTables } from '@rlvr/options/readme';
 import { describe, expect, it } from 'vitest';
 import { GRPO_CONFIG } from './grpo/grpo-config.js';
+import { GRPO_TRAINER_OPTIONS } from './grpo/grpo-trainer-options.js';
 import { CREATE_LLAMA_MODEL_OPTIONS } from './model/llama-model-options.js';
 import { POLICY_TRAINER_OPTIONS } from './train/trainer-options.js';
 
@@ -9,6 +10,7 @@ const README = new URL('../README.md', import.meta.url);
 describe('README options tables', () => {
   it('should be the tables generated from the options schemas', () => {
     const tables = {
+      createGrpoTrainer: GRPO_TRAINER_OPTIONS.schema,
       GrpoConfig: GRPO_CONFIG.schema,
       createPolicyTrainer: POLICY_TRAINER_OPTIONS.schema,
       createLlamaModel: CREATE_LLAMA_MODEL_OPTIONS.schema,

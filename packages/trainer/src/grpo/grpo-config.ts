@@ -17,7 +17,7 @@ import {
 } from '@rlvr/options';
 import { OPTIMIZER_DOC } from '../optim/optimizer-options.js';
 import { SCHEDULE_FIELDS } from '../optim/schedule.js';
-import { MISMATCH_FIELDS } from '../train/grpo-loss-options.js';
+import { CLIP_FIELDS, MISMATCH_FIELDS } from '../train/grpo-loss-options.js';
 import type { LoraOptions } from '../train/lora-options.js';
 import { LOSS_VARIANT_FIELDS } from '../train/loss-variant-options.js';
 import { TRAINER_DEFAULTS } from '../trainer-defaults.js';
@@ -107,19 +107,9 @@ export const GRPO_CONFIG = defineOptions(
       TRAINER_DEFAULTS.epsilonLow,
       "ε_low [`epsilon`]; with `cispo` the weight's lower bound 1 − ε_low (MiniMax-M1 sets none: `epsilonLow: 1`).",
     ),
-    epsilonHigh: optional(checkedByTrainer<number>('a finite number >= 0'), {
-      description:
-        "ε_high (DAPO 0.28) [`epsilon_high`]; with `cispo` the weight's cap 1 + ε_high (TRL's `epsilon_high` for cispo is the cap itself: its recommended 5.0 is `epsilonHigh: 4`).",
-      defaultText: 'ε_low',
-    }),
-    delta: optional(
-      checkedByTrainer<number>('a finite number > 1 + ε_high'),
-      off('Two-sided clip δ [`delta`]. `clip` only.'),
-    ),
-    dualClip: optional(
-      checkedByTrainer<number>('a finite number > 1'),
-      off('Dual-clip constant c > 1. `clip` only.'),
-    ),
+    epsilonHigh: CLIP_FIELDS.epsilonHigh,
+    delta: CLIP_FIELDS.delta,
+    dualClip: CLIP_FIELDS.dualClip,
     sapoTemperaturePos: LOSS_VARIANT_FIELDS.sapoTemperaturePos,
     sapoTemperatureNeg: LOSS_VARIANT_FIELDS.sapoTemperatureNeg,
     topEntropyQuantile: LOSS_VARIANT_FIELDS.topEntropyQuantile,

@@ -49,6 +49,26 @@ export const MISMATCH_FIELDS = {
   }),
 };
 
+/**
+ * ε_high, the dual clip and δ: checked by @rlvr/core's `policyLoss` (shared with `GrpoConfig`).
+ * @internal
+ */
+export const CLIP_FIELDS = {
+  epsilonHigh: optional(checkedByCore<number>('a finite number >= 0'), {
+    description:
+      "ε_high (DAPO 0.28) [`epsilon_high`]; `cispo` clips its weight at 1 + ε_high (TRL's `epsilon_high` for cispo is the cap itself: its recommended 5.0 is `epsilonHigh: 4`). Not with `sapo`.",
+    defaultText: 'ε_low',
+  }),
+  dualClip: optional(
+    checkedByCore<number>('a finite number > 1'),
+    given('Dual-clip constant c > 1. `clip` only.'),
+  ),
+  delta: optional(
+    checkedByCore<number>('a finite number > 1 + ε_high'),
+    given('Two-sided clip δ > 1 + ε_high [`delta`]. `clip` only.'),
+  ),
+};
+
 const MISMATCH =
   "Rollout↔trainer mismatch correction against the batch's `behaviourLogprobs` (TRL `vllm_importance_sampling_*`). `lowerThreshold` only with the mask modes.";
 
@@ -86,19 +106,7 @@ export const GRPO_LOSS_SCHEMA = object(
       TRAINER_DEFAULTS.epsilonLow,
       'ε_low [`epsilon`]; `cispo` clips its weight at 1 − ε_low too. Not with `sapo`.',
     ),
-    epsilonHigh: optional(checkedByCore<number>('a finite number >= 0'), {
-      description:
-        "ε_high (DAPO 0.28) [`epsilon_high`]; `cispo` clips its weight at 1 + ε_high (TRL's `epsilon_high` for cispo is the cap itself: its 5.0 is 4 here). Not with `sapo`.",
-      defaultText: 'ε_low',
-    }),
-    dualClip: optional(
-      checkedByCore<number>('a finite number > 1'),
-      given('Dual-clip constant c > 1. `clip` only.'),
-    ),
-    delta: optional(
-      checkedByCore<number>('a finite number > 1 + ε_high'),
-      given('Two-sided clip δ > 1 + ε_high [`delta`]. `clip` only.'),
-    ),
+    ...CLIP_FIELDS,
     sapoTemperaturePos: LOSS_VARIANT_FIELDS.sapoTemperaturePos,
     sapoTemperatureNeg: LOSS_VARIANT_FIELDS.sapoTemperatureNeg,
     topEntropyQuantile: LOSS_VARIANT_FIELDS.topEntropyQuantile,

@@ -12,6 +12,7 @@ import {
   withDefault,
 } from '@rlvr/options';
 import { LORA_MODULES, type LoraModule } from '../native/layer-graph.js';
+import type { LoraSettings } from '../native/lora-adapters.js';
 
 const PEFT_MODULES: Record<string, LoraModule> = Object.fromEntries(
   LORA_MODULES.map((module) => [`${module}_proj`, module]),
@@ -84,15 +85,7 @@ export const LORA_SCHEMA = object(
 export type LoraOptions = OptionsInput<typeof LORA_SCHEMA>;
 
 /** {@link LoraOptions} with its defaults filled in (targets as module keys). @internal */
-export type ResolvedLora = {
-  r: number;
-  alpha: number;
-  dropout: number;
-  targetModules: LoraModule[];
-  rslora: boolean;
-  seed: number;
-  adapter?: LoraAdapter;
-};
+export type ResolvedLora = LoraSettings & { adapter?: LoraAdapter };
 
 /** Validates {@link LoraOptions} and fills PEFT's defaults. @internal */
 export function resolveLora(value: unknown, functionName: string): ResolvedLora {
