@@ -7,10 +7,10 @@ import {
   NonFiniteError,
   policyLoss,
   validateFiniteArray,
-  validateInteger,
   validateOptions,
   validateRagged,
 } from '@rlvr/core';
+import { parseOptions } from '@rlvr/options';
 import type { TokenSequence } from '../batch/token-batch.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import {
@@ -20,10 +20,9 @@ import {
   type MicroBatch,
   type Ragged,
 } from './gradient-engine.js';
+import { GRPO_STEP_OPTIONS } from './step-options.js';
 import { corePolicySettings, type ResolvedGrpoLoss } from './trainer-options.js';
-import type { GrpoBatch, GrpoStepOptions } from './trainer-types.js';
-
-const STEP_OPTION_KEYS = ['numIterations', 'miniBatchSize'] as const;
+import type { GrpoBatch } from './trainer-types.js';
 
 /** A validated {@link GrpoBatch} with its step options. @internal */
 export type GrpoInput = {
@@ -43,11 +42,7 @@ export function validateGrpoInput(
   config: ResolvedGrpoLoss,
   functionName: string,
 ): GrpoInput {
-  const opts = validateOptions<GrpoStepOptions>(options, {
-    parameter: 'options',
-    functionName,
-    known: STEP_OPTION_KEYS,
-  });
+  const opts = parseOptions(GRPO_STEP_OPTIONS, options, { parameter: 'options', functionName });
   if (batch === null || typeof batch !== 'object') {
     throw new InvalidArgumentError({
       parameter: 'batch',
@@ -63,16 +58,8 @@ export function validateGrpoInput(
   });
   const { sequences } = batch;
   const count = Array.isArray(sequences) ? sequences.length : 0;
-  const numIterations = validateInteger(opts.numIterations ?? 1, {
-    parameter: 'options.numIterations',
-    functionName,
-    min: 1,
-  });
-  const miniBatchSize = validateInteger(opts.miniBatchSize ?? Math.max(count, 1), {
-    parameter: 'options.miniBatchSize',
-    functionName,
-    min: 1,
-  });
+  const { numIterations } = opts;
+  const miniBatchSize = opts.miniBatchSize ?? Math.max(count, 1);
   return {
     sequences,
     count,
