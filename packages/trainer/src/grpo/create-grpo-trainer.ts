@@ -19,7 +19,11 @@ import { resolveEnvironment } from './environment-options.js';
 import { rewardColumns, rewardWeights, validateAdvantageSettings } from './grpo-advantages.js';
 import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
 import { GrpoTrainer } from './grpo-trainer.js';
-import { GRPO_TRAINER_OPTIONS, type GrpoTrainerOptions } from './grpo-trainer-options.js';
+import {
+  GRPO_TRAINER_OPTION_ALIASES,
+  GRPO_TRAINER_OPTIONS,
+  type GrpoTrainerOptions,
+} from './grpo-trainer-options.js';
 import { policyOptions, validatePolicyOptions } from './policy-options.js';
 import { loadPromptDataset, validatePromptRecords } from './prompt-dataset.js';
 import { resolveGrpoConfig } from './resolve-config.js';
@@ -267,8 +271,13 @@ function freshState(
  * {@link ShapeMismatchError} when a checkpoint does not fit the model.
  */
 export async function createGrpoTrainer(options: GrpoTrainerOptions): Promise<GrpoTrainer> {
-  GRPO_TRAINER_OPTIONS.parse(options); // the keys; each value is checked below, in this order
-  const opts = (options ?? {}) as GrpoTrainerOptions;
+  // the schema's keys; each value is checked below, in this order (a missing one by its check)
+  const opts = validateOptions<GrpoTrainerOptions>(options, {
+    parameter: 'options',
+    functionName: FN,
+    known: GRPO_TRAINER_OPTIONS.keys,
+    aliases: GRPO_TRAINER_OPTION_ALIASES,
+  }) as GrpoTrainerOptions;
   const model = checkModel(opts.model);
   const resolvedConfig = resolveGrpoConfig(opts.config as GrpoConfig, FN);
   const sampler = checkSampler(opts.sampler, resolvedConfig);

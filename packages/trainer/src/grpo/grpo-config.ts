@@ -15,6 +15,7 @@ import {
   withDefault,
   zod,
 } from '@rlvr/options';
+import { nullAsUnset } from '../null-as-unset.js';
 import { OPTIMIZER_DOC } from '../optim/optimizer-options.js';
 import { SCHEDULE_FIELDS } from '../optim/schedule.js';
 import { CLIP_FIELDS, MISMATCH_FIELDS } from '../train/grpo-loss-options.js';
@@ -29,14 +30,17 @@ const checkedByTrainer = <T>(expected: string) => custom<T>(() => true, expected
 /** Where `outputDir` is not set, this setting is `INEFFECTIVE_OPTION`. */
 const WRITTEN = 'Without `outputDir` it is `INEFFECTIVE_OPTION`.';
 const off = (description: string) => ({ description, defaultText: 'off' });
+const OVERLONG = 'valid soft-overlong settings (maxLength ≥ bufferLength ≥ 1, penaltyFactor ≥ 0)';
 const isStop = (value: unknown) =>
   Array.isArray(value) && value.every((item) => typeof item === 'string' && item !== '');
 
 /** The `dynamicSampling` settings (`true` is all of their defaults). @internal */
 export const DYNAMIC_SAMPLING_SCHEMA = object(
   {
-    minStd: withDefault(number({ min: 0 }), 1e-6, 'Groups whose reward std is ≤ this are dropped.'),
-    maxRounds: withDefault(integer({ min: 1 }), 3, 'Most sampling rounds per step.'),
+    minStd: nullAsUnset(
+      withDefault(number({ min: 0 }), 1e-6, 'Groups whose reward std is ≤ this are dropped.'),
+    ),
+    maxRounds: nullAsUnset(withDefault(integer({ min: 1 }), 3, 'Most sampling rounds per step.')),
   },
   { aliases: { maxResampleRounds: 'maxRounds', rounds: 'maxRounds', std: 'minStd' } },
 );
@@ -55,26 +59,34 @@ export const GRPO_CONFIG = defineOptions(
       integer({ min: 1 }),
       'Generation steps to run (each: sample, score, one `grpoStep`) [`max_steps`]. May change on resume (extending a run is normal); it is not part of the settings fingerprint.',
     ),
-    promptsPerStep: withDefault(integer({ min: 1 }), 4, 'Prompts per generation step.'),
-    groupSize: withDefault(
-      integer({ min: 2 }),
-      TRAINER_DEFAULTS.groupSize,
-      'G: completions per prompt [`num_generations`].',
+    promptsPerStep: nullAsUnset(
+      withDefault(integer({ min: 1 }), 4, 'Prompts per generation step.'),
     ),
-    seed: withDefault(
-      integer({ min: 0 }),
-      0,
-      'Seed of the data order and of every sampler request [`seed`].',
+    groupSize: nullAsUnset(
+      withDefault(
+        integer({ min: 2 }),
+        TRAINER_DEFAULTS.groupSize,
+        'G: completions per prompt [`num_generations`].',
+      ),
+    ),
+    seed: nullAsUnset(
+      withDefault(
+        integer({ min: 0 }),
+        0,
+        'Seed of the data order and of every sampler request [`seed`].',
+      ),
     ),
     shuffle: withDefault(boolean(), true, 'Shuffle the dataset each epoch.'),
     maxNewTokens: required(
       integer({ min: 1 }),
       'Hard cap on generated tokens [`max_completion_length`].',
     ),
-    temperature: withDefault(
-      number({ min: 0, exclusiveMin: true }),
-      TRAINER_DEFAULTS.temperature,
-      "Sampling temperature [`temperature`]. The trainer's logprobs are `log softmax(logits / temperature)`, the distribution the sampler drew from, so a run at T ≠ 1 stays on-policy.",
+    temperature: nullAsUnset(
+      withDefault(
+        number({ min: 0, exclusiveMin: true }),
+        TRAINER_DEFAULTS.temperature,
+        "Sampling temperature [`temperature`]. The trainer's logprobs are `log softmax(logits / temperature)`, the distribution the sampler drew from, so a run at T ≠ 1 stays on-policy.",
+      ),
     ),
     topP: optional(
       number({ min: 0, exclusiveMin: true, max: 1 }),
@@ -90,22 +102,28 @@ export const GRPO_CONFIG = defineOptions(
       custom<readonly string[]>(isStop, 'an array of non-empty strings'),
       off('Stop strings.'),
     ),
-    beta: withDefault(
-      number({ min: 0 }),
-      TRAINER_DEFAULTS.beta,
-      'β: KL coefficient to the frozen initial policy (0: no reference model) [`beta`].',
+    beta: nullAsUnset(
+      withDefault(
+        number({ min: 0 }),
+        TRAINER_DEFAULTS.beta,
+        'β: KL coefficient to the frozen initial policy (0: no reference model) [`beta`].',
+      ),
     ),
-    klEstimator: withDefault(
-      oneOf(['k1', 'k2', 'k3', 'abs']),
-      TRAINER_DEFAULTS.klEstimator,
-      'KL estimator. Setting it with β = 0 is `INEFFECTIVE_OPTION`.',
+    klEstimator: nullAsUnset(
+      withDefault(
+        oneOf(['k1', 'k2', 'k3', 'abs']),
+        TRAINER_DEFAULTS.klEstimator,
+        'KL estimator. Setting it with β = 0 is `INEFFECTIVE_OPTION`.',
+      ),
     ),
     useBiasCorrectionKl: LOSS_VARIANT_FIELDS.useBiasCorrectionKl,
     lossMode: LOSS_VARIANT_FIELDS.lossMode,
-    epsilonLow: withDefault(
-      number({ min: 0 }),
-      TRAINER_DEFAULTS.epsilonLow,
-      "ε_low [`epsilon`]; with `cispo` the weight's lower bound 1 − ε_low (MiniMax-M1 sets none: `epsilonLow: 1`).",
+    epsilonLow: nullAsUnset(
+      withDefault(
+        number({ min: 0 }),
+        TRAINER_DEFAULTS.epsilonLow,
+        "ε_low [`epsilon`]; with `cispo` the weight's lower bound 1 − ε_low (MiniMax-M1 sets none: `epsilonLow: 1`).",
+      ),
     ),
     epsilonHigh: CLIP_FIELDS.epsilonHigh,
     delta: CLIP_FIELDS.delta,
@@ -114,30 +132,38 @@ export const GRPO_CONFIG = defineOptions(
     sapoTemperatureNeg: LOSS_VARIANT_FIELDS.sapoTemperatureNeg,
     topEntropyQuantile: LOSS_VARIANT_FIELDS.topEntropyQuantile,
     offPolicyMaskThreshold: LOSS_VARIANT_FIELDS.offPolicyMaskThreshold,
-    ratioLevel: optional(checkedByTrainer<RatioLevel>("one of 'token', 'sequence'"), {
-      description: 'Token or sequence (GSPO) ratios [`importance_sampling_level`].',
-      defaultText: `\`'${TRAINER_DEFAULTS.ratioLevel}'\``,
-    }),
-    entropyCoefficient: optional(checkedByTrainer<number>('a finite number'), {
-      description: 'η: entropy bonus.',
-      defaultText: `\`${TRAINER_DEFAULTS.entropyCoefficient}\``,
-    }),
-    lossAggregation: withDefault(
-      checkedByTrainer<LossAggregation>(
-        "one of core's `LOSS_AGGREGATIONS` (TRL's `loss_type` names get a hint)",
+    ratioLevel: nullAsUnset(
+      optional(checkedByTrainer<RatioLevel>("one of 'token', 'sequence'"), {
+        description: 'Token or sequence (GSPO) ratios [`importance_sampling_level`].',
+        defaultText: `\`'${TRAINER_DEFAULTS.ratioLevel}'\``,
+      }),
+    ),
+    entropyCoefficient: nullAsUnset(
+      optional(checkedByTrainer<number>('a finite number'), {
+        description: 'η: entropy bonus.',
+        defaultText: `\`${TRAINER_DEFAULTS.entropyCoefficient}\``,
+      }),
+    ),
+    lossAggregation: nullAsUnset(
+      withDefault(
+        checkedByTrainer<LossAggregation>(
+          "one of core's `LOSS_AGGREGATIONS` (TRL's `loss_type` names get a hint)",
+        ),
+        TRAINER_DEFAULTS.lossAggregation,
+        "Loss aggregation (`token-mean` is TRL's `dapo`) [`loss_type`].",
       ),
-      TRAINER_DEFAULTS.lossAggregation,
-      "Loss aggregation (`token-mean` is TRL's `dapo`) [`loss_type`].",
     ),
     normalizer: optional(checkedByTrainer<number>('a finite number > 0'), {
       description:
         'Normalizer of `seq-mean-token-sum-norm`; with any other aggregation it is `INEFFECTIVE_OPTION`.',
       defaultText: '`maxNewTokens`',
     }),
-    numIterations: withDefault(
-      integer({ min: 1 }),
-      TRAINER_DEFAULTS.numIterations,
-      'μ: PPO epochs per generation batch [`num_iterations`].',
+    numIterations: nullAsUnset(
+      withDefault(
+        integer({ min: 1 }),
+        TRAINER_DEFAULTS.numIterations,
+        'μ: PPO epochs per generation batch [`num_iterations`].',
+      ),
     ),
     miniBatchSize: optional(integer({ min: 1 }), {
       description:
@@ -152,31 +178,40 @@ export const GRPO_CONFIG = defineOptions(
         "Rollout↔trainer mismatch correction [`vllm_importance_sampling_*`], against the sampler's behaviour logprobs (`Completion.logprobs`, the processed distribution).",
       ),
     ),
-    scaleRewards: optional(oneOf(['group', 'batch', 'none']), {
-      description:
-        "Advantage scaling [`scale_rewards`]; combinations @rlvr/core's `groupAdvantages` rejects fail in `createGrpoTrainer`.",
-      defaultText:
-        "the baseline's own (`group` for `mean`, `none` for `leave-one-out`, `batch` for `reinforce-plus-plus` and for GDPO)",
-    }),
-    advantageBaseline: withDefault(
-      oneOf(['mean', 'leave-one-out', 'reinforce-plus-plus']),
-      'mean',
-      'Advantage baseline: `leave-one-out` is RLOO.',
+    scaleRewards: nullAsUnset(
+      optional(oneOf(['group', 'batch', 'none']), {
+        description:
+          "Advantage scaling [`scale_rewards`]; combinations @rlvr/core's `groupAdvantages` rejects fail in `createGrpoTrainer`.",
+        defaultText:
+          "the baseline's own (`group` for `mean`, `none` for `leave-one-out`, `batch` for `reinforce-plus-plus` and for GDPO)",
+      }),
     ),
-    rewardStd: withDefault(
-      oneOf(['sample', 'population']),
-      'sample',
-      'Std kind of the advantage normalization (as TRL); when no std is used (scaling `none` without GDPO) it is `INEFFECTIVE_OPTION`.',
+    advantageBaseline: nullAsUnset(
+      withDefault(
+        oneOf(['mean', 'leave-one-out', 'reinforce-plus-plus']),
+        'mean',
+        'Advantage baseline: `leave-one-out` is RLOO.',
+      ),
     ),
-    multiReward: withDefault(
-      oneOf(['sum_then_normalize', 'normalize_then_sum']),
-      'sum_then_normalize',
-      'How several reward functions combine (GDPO: `normalize_then_sum`).',
+    rewardStd: nullAsUnset(
+      withDefault(
+        oneOf(['sample', 'population']),
+        'sample',
+        'Std kind of the advantage normalization (as TRL); when no std is used (scaling `none` without GDPO) it is `INEFFECTIVE_OPTION`.',
+      ),
+    ),
+    multiReward: nullAsUnset(
+      withDefault(
+        oneOf(['sum_then_normalize', 'normalize_then_sum']),
+        'sum_then_normalize',
+        'How several reward functions combine (GDPO: `normalize_then_sum`).',
+      ),
     ),
     dynamicSampling: optional(
       expecting(
         zod.union([boolean(), DYNAMIC_SAMPLING_SCHEMA]),
-        'a boolean or { minStd?, maxRounds? }',
+        // (a value of another type reads as a wrong options object, as it did)
+        'an options object',
       ),
       off(
         'DAPO dynamic sampling: drop groups whose reward std ≤ `minStd` and sample more prompts until `promptsPerStep` groups are kept or `maxRounds` rounds were spent; a step with no kept group is skipped (counted). `true`: the defaults.',
@@ -190,9 +225,9 @@ export const GRPO_CONFIG = defineOptions(
     overlong: optional(
       object(
         {
-          maxLength: required(checkedByTrainer<number>('an integer >= bufferLength'), 'L_max.'),
+          maxLength: required(checkedByTrainer<number>(OVERLONG), 'L_max.'),
           bufferLength: required(
-            checkedByTrainer<number>('an integer >= 1'),
+            checkedByTrainer<number>(OVERLONG),
             'Length of the soft-penalty zone before L_max.',
           ),
           penaltyFactor: optional(checkedByTrainer<number>('a finite number >= 0'), {
@@ -250,10 +285,12 @@ export const GRPO_CONFIG = defineOptions(
         defaultText: '`ADAMW_DEFAULTS`',
       },
     ),
-    maxGradNorm: withDefault(
-      number({ min: 0 }),
-      TRAINER_DEFAULTS.maxGradNorm,
-      'Global-norm clipping [`max_grad_norm`].',
+    maxGradNorm: nullAsUnset(
+      withDefault(
+        number({ min: 0 }),
+        TRAINER_DEFAULTS.maxGradNorm,
+        'Global-norm clipping [`max_grad_norm`].',
+      ),
     ),
     microBatchSize: optional(integer({ min: 1 }), {
       description: 'Sequences per forward/backward pass; does not change the update.',
@@ -278,25 +315,31 @@ export const GRPO_CONFIG = defineOptions(
         "LoRA adapters (PEFT's `LoraConfig`: `r`, `alpha`, `dropout`, `targetModules`, `rslora`, `seed`, `adapter`): the base model is frozen, the reference policy is the base with the adapters off, checkpoints hold the adapter in PEFT's files (`adapter/`), samplers get the merged weights [`peft_config`].",
       defaultText: 'off',
     }),
-    onNonFinite: withDefault(
-      oneOf(['skip', 'error']),
-      TRAINER_DEFAULTS.onNonFinite,
-      'NaN/Inf loss, gradients or logprobs: skip the update and count it, or throw.',
+    onNonFinite: nullAsUnset(
+      withDefault(
+        oneOf(['skip', 'error']),
+        TRAINER_DEFAULTS.onNonFinite,
+        'NaN/Inf loss, gradients or logprobs: skip the update and count it, or throw.',
+      ),
     ),
-    maxConsecutiveSkips: withDefault(
-      integer({ min: 0 }),
-      TRAINER_DEFAULTS.maxConsecutiveSkips,
-      "With `onNonFinite: 'skip'`: this many skipped updates in a row stop the run with `TRAINING_STALLED` (0: never); with `onNonFinite: 'error'` it is `INEFFECTIVE_OPTION`.",
+    maxConsecutiveSkips: nullAsUnset(
+      withDefault(
+        integer({ min: 0 }),
+        TRAINER_DEFAULTS.maxConsecutiveSkips,
+        "With `onNonFinite: 'skip'`: this many skipped updates in a row stop the run with `TRAINING_STALLED` (0: never); with `onNonFinite: 'error'` it is `INEFFECTIVE_OPTION`.",
+      ),
     ),
     syncWeights: withDefault(
       boolean(),
       true,
       'Push the new weights to `sampler.updateWeights` after every update. A sampler without `updateWeights` is an error unless this is `false` (the run is then off-policy by design: say so explicitly).',
     ),
-    maxStaleness: withDefault(
-      integer({ min: 0 }),
-      0,
-      "Asynchronous GRPO with bounded staleness [TRL `max_staleness`, prime-rl `max_async_level`] (0: synchronous): the sampler requests of the next k steps are issued before this step's update; a group is trained on only while `current − version ≤ maxStaleness`, else dropped and counted (`async/dropped_stale_groups`). Needs `mismatch`; not with `dynamicSampling` yet. In-flight requests are re-issued on resume.",
+    maxStaleness: nullAsUnset(
+      withDefault(
+        integer({ min: 0 }),
+        0,
+        "Asynchronous GRPO with bounded staleness [TRL `max_staleness`, prime-rl `max_async_level`] (0: synchronous): the sampler requests of the next k steps are issued before this step's update; a group is trained on only while `current − version ≤ maxStaleness`, else dropped and counted (`async/dropped_stale_groups`). Needs `mismatch`; not with `dynamicSampling` yet. In-flight requests are re-issued on resume.",
+      ),
     ),
     maxTurns: optional(integer({ min: 1 }), {
       description:
@@ -312,19 +355,25 @@ export const GRPO_CONFIG = defineOptions(
       description: 'Folder for `metrics.jsonl`, `completions.jsonl` and `checkpoints/`.',
       defaultText: 'none',
     }),
-    saveEvery: optional(integer({ min: 1 }), {
-      description: `Checkpoint every this many steps, and at the end [\`save_steps\`]. ${WRITTEN}`,
-      defaultText: '`max(1, ceil(maxSteps / 10))`',
-    }),
-    keepLast: withDefault(
-      integer({ min: 1 }),
-      2,
-      `Keep the newest N checkpoints of this run (checkpoints of other runs are never removed) [\`save_total_limit\`]. ${WRITTEN}`,
+    saveEvery: nullAsUnset(
+      optional(integer({ min: 1 }), {
+        description: `Checkpoint every this many steps, and at the end [\`save_steps\`]. ${WRITTEN}`,
+        defaultText: '`max(1, ceil(maxSteps / 10))`',
+      }),
     ),
-    logCompletionsEvery: withDefault(
-      integer({ min: 0 }),
-      1,
-      `Write the completions table every this many steps (0: never). ${WRITTEN}`,
+    keepLast: nullAsUnset(
+      withDefault(
+        integer({ min: 1 }),
+        2,
+        `Keep the newest N checkpoints of this run (checkpoints of other runs are never removed) [\`save_total_limit\`]. ${WRITTEN}`,
+      ),
+    ),
+    logCompletionsEvery: nullAsUnset(
+      withDefault(
+        integer({ min: 0 }),
+        1,
+        `Write the completions table every this many steps (0: never). ${WRITTEN}`,
+      ),
     ),
     progress: optional(boolean(), {
       description: 'Console progress bar; not with `quiet`.',
@@ -335,10 +384,12 @@ export const GRPO_CONFIG = defineOptions(
       false,
       'No console output at all (progress or diagnostics); metrics files are still written.',
     ),
-    entropyCollapseRatio: withDefault(
-      number({ min: 0, max: 1 }),
-      0.1,
-      "Warn when the mean entropy falls below this fraction of the first step's.",
+    entropyCollapseRatio: nullAsUnset(
+      withDefault(
+        number({ min: 0, max: 1 }),
+        0.1,
+        "Warn when the mean entropy falls below this fraction of the first step's.",
+      ),
     ),
   },
   { parameter: 'config', aliases: CONFIG_ALIASES },

@@ -8,6 +8,18 @@ import type { GrpoMetricRecord } from './run-context.js';
 /** A value `createGrpoTrainer` checks itself (its own error, in its own order). */
 const checkedThere = <T>(expected: string) => custom<T>(() => true, expected);
 
+/** Names other layers use → ours, for the "did you mean" hint only (never accepted). @internal */
+export const GRPO_TRAINER_OPTION_ALIASES: Readonly<Record<string, string>> = {
+  resumeFrom: 'resume',
+  fresh: 'overwrite',
+  force: 'overwrite',
+  reward: 'rewards',
+  rewardFunctions: 'rewards',
+  verifiers: 'rewards',
+  prompts: 'dataset',
+  acceptChanges: 'acceptConfigChanges',
+};
+
 /**
  * The options of `createGrpoTrainer`, declared once: {@link GrpoTrainerOptions}, the keys and the
  * README table come from it. Unknown keys are `UNKNOWN_OPTION` (with the closest name); each
@@ -76,16 +88,7 @@ export const GRPO_TRAINER_OPTIONS = defineOptions(
   {
     parameter: 'options',
     functionName: 'createGrpoTrainer',
-    aliases: {
-      resumeFrom: 'resume',
-      fresh: 'overwrite',
-      force: 'overwrite',
-      reward: 'rewards',
-      rewardFunctions: 'rewards',
-      verifiers: 'rewards',
-      prompts: 'dataset',
-      acceptChanges: 'acceptConfigChanges',
-    },
+    aliases: GRPO_TRAINER_OPTION_ALIASES,
   },
 );
 

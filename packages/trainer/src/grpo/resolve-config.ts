@@ -5,6 +5,7 @@ import {
   softOverlongPenalty,
 } from '@rlvr/core';
 import { defaultsOf, type OptionsOutput, parseOptions } from '@rlvr/options';
+import { withoutUnsetNulls } from '../null-as-unset.js';
 import { validateSchedule } from '../optim/schedule.js';
 import {
   rejectIneffectiveVariants,
@@ -154,7 +155,7 @@ export function resolveGrpoConfig(config: GrpoConfig, functionName: string): Res
       expected: 'a GrpoConfig object { maxSteps, maxNewTokens, … }',
     });
   }
-  const parsed = parseOptions(GRPO_CONFIG.schema, config, {
+  const parsed = parseOptions(GRPO_CONFIG.schema, withoutUnsetNulls(GRPO_CONFIG.schema, config), {
     parameter: 'config',
     functionName,
     aliases: CONFIG_ALIASES,

@@ -25,6 +25,7 @@ import {
   type NativeParts,
   nativeLogits,
 } from '../native/native-model.js';
+import { withoutUnsetNulls } from '../null-as-unset.js';
 import { expectedShapes, validatedTensors } from './checkpoint-tensors.js';
 import { llamaBackward } from './llama-backward.js';
 import { llamaForward } from './llama-forward.js';
@@ -432,7 +433,9 @@ export async function createLlamaModel(
       expected: 'a Checkpoint ({ config, tensors })',
     });
   }
-  const { checkFinite, engine: requested } = CREATE_LLAMA_MODEL_OPTIONS.parse(options);
+  const { checkFinite, engine: requested } = CREATE_LLAMA_MODEL_OPTIONS.parse(
+    withoutUnsetNulls(CREATE_LLAMA_MODEL_OPTIONS.schema, options),
+  );
   // every family the model package describes (modelArchitecture); the tfjs engine implements the
   // Llama/Qwen2 rules only: anything else is refused there, by field, before anything is built
   const config = parseModelConfig(checkpoint.config);

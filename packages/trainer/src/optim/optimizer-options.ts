@@ -7,6 +7,7 @@ import {
   parseOptions,
   withDefault,
 } from '@rlvr/options';
+import { nullAsUnset, withoutUnsetNulls } from '../null-as-unset.js';
 import { TRAINER_DEFAULTS } from '../trainer-defaults.js';
 
 const isPair = (value: unknown) => Array.isArray(value) && value.length === 2;
@@ -25,16 +26,18 @@ export const OPTIMIZER_DOC = {
  * them. @internal
  */
 export const OPTIMIZER_FIELDS = {
-  betas: withDefault(
-    custom<readonly [number, number]>(isPair, 'a pair [β₁, β₂]'),
-    [0.9, 0.999] as const,
-    OPTIMIZER_DOC.betas,
+  betas: nullAsUnset(
+    withDefault(
+      custom<readonly [number, number]>(isPair, 'a pair [β₁, β₂]'),
+      [0.9, 0.999] as const,
+      OPTIMIZER_DOC.betas,
+    ),
   ),
-  epsilon: withDefault(number({ min: 0, exclusiveMin: true }), 1e-8, OPTIMIZER_DOC.epsilon),
-  weightDecay: withDefault(
-    number({ min: 0 }),
-    TRAINER_DEFAULTS.weightDecay,
-    OPTIMIZER_DOC.weightDecay,
+  epsilon: nullAsUnset(
+    withDefault(number({ min: 0, exclusiveMin: true }), 1e-8, OPTIMIZER_DOC.epsilon),
+  ),
+  weightDecay: nullAsUnset(
+    withDefault(number({ min: 0 }), TRAINER_DEFAULTS.weightDecay, OPTIMIZER_DOC.weightDecay),
   ),
 };
 
@@ -47,10 +50,14 @@ export type AdamWOptions = OptionsInput<typeof OPTIMIZER_SCHEMA>;
 /** Validates the `optimizer` option and fills `ADAMW_DEFAULTS`. @internal */
 export function resolveOptimizer(value: unknown, functionName: string): Required<AdamWOptions> {
   const parameter = 'options.optimizer';
-  const { betas, epsilon, weightDecay } = parseOptions(OPTIMIZER_SCHEMA, value, {
-    parameter,
-    functionName,
-  });
+  const { betas, epsilon, weightDecay } = parseOptions(
+    OPTIMIZER_SCHEMA,
+    withoutUnsetNulls(OPTIMIZER_SCHEMA, value),
+    {
+      parameter,
+      functionName,
+    },
+  );
   betas.forEach((beta, index) => {
     validateNumber(beta, {
       parameter: `${parameter}.betas[${index}]`,

@@ -12,6 +12,7 @@ import {
   required,
   withDefault,
 } from '@rlvr/options';
+import { nullAsUnset, withoutUnsetNulls } from '../null-as-unset.js';
 
 /** Learning-rate schedule after the warm-up (Hugging Face `lr_scheduler_type` names). */
 export type ScheduleKind = 'constant' | 'cosine' | 'linear';
@@ -26,15 +27,19 @@ const SCHEDULE_OBJECT = 'a schedule object { learningRate, … }';
  */
 export const SCHEDULE_FIELDS = {
   learningRate: required(number({ min: 0 }), 'Peak learning rate [`learning_rate`].'),
-  schedule: withDefault(
-    oneOf(SCHEDULE_KINDS),
-    'constant',
-    "Shape after the warm-up [`lr_scheduler_type`]; Hugging Face's default is `linear`, ours `constant` (no `totalSteps` needed).",
+  schedule: nullAsUnset(
+    withDefault(
+      oneOf(SCHEDULE_KINDS),
+      'constant',
+      "Shape after the warm-up [`lr_scheduler_type`]; Hugging Face's default is `linear`, ours `constant` (no `totalSteps` needed).",
+    ),
   ),
-  warmupSteps: withDefault(
-    integer({ min: 0 }),
-    0,
-    'Linear warm-up from 0 over this many steps [`warmup_steps`].',
+  warmupSteps: nullAsUnset(
+    withDefault(
+      integer({ min: 0 }),
+      0,
+      'Linear warm-up from 0 over this many steps [`warmup_steps`].',
+    ),
   ),
   totalSteps: optional(
     custom<number>(() => true, 'an integer >= max(1, warmupSteps)'),
@@ -43,10 +48,8 @@ export const SCHEDULE_FIELDS = {
       defaultText: 'required by `cosine` / `linear`',
     },
   ),
-  minLearningRateRatio: withDefault(
-    number({ min: 0, max: 1 }),
-    0,
-    'Floor of the decay as a fraction of the peak.',
+  minLearningRateRatio: nullAsUnset(
+    withDefault(number({ min: 0, max: 1 }), 0, 'Floor of the decay as a fraction of the peak.'),
   ),
 };
 
@@ -100,7 +103,7 @@ export function validateSchedule(
       expected: SCHEDULE_OBJECT,
     });
   }
-  const parsed = parseOptions(SCHEDULE_SCHEMA, schedule, {
+  const parsed = parseOptions(SCHEDULE_SCHEMA, withoutUnsetNulls(SCHEDULE_SCHEMA, schedule), {
     parameter: parameter ?? '',
     functionName,
   });

@@ -17,6 +17,7 @@ import {
   parseOptions,
   withDefault,
 } from '@rlvr/options';
+import { nullAsUnset, withoutUnsetNulls } from '../null-as-unset.js';
 import { TRAINER_DEFAULTS } from '../trainer-defaults.js';
 import {
   LOSS_VARIANT_FIELDS,
@@ -54,11 +55,13 @@ export const MISMATCH_FIELDS = {
  * @internal
  */
 export const CLIP_FIELDS = {
-  epsilonHigh: optional(checkedByCore<number>('a finite number >= 0'), {
-    description:
-      "ε_high (DAPO 0.28) [`epsilon_high`]; `cispo` clips its weight at 1 + ε_high (TRL's `epsilon_high` for cispo is the cap itself: its recommended 5.0 is `epsilonHigh: 4`). Not with `sapo`.",
-    defaultText: 'ε_low',
-  }),
+  epsilonHigh: nullAsUnset(
+    optional(checkedByCore<number>('a finite number >= 0'), {
+      description:
+        "ε_high (DAPO 0.28) [`epsilon_high`]; `cispo` clips its weight at 1 + ε_high (TRL's `epsilon_high` for cispo is the cap itself: its recommended 5.0 is `epsilonHigh: 4`). Not with `sapo`.",
+      defaultText: 'ε_low',
+    }),
+  ),
   dualClip: optional(
     checkedByCore<number>('a finite number > 1'),
     given('Dual-clip constant c > 1. `clip` only.'),
@@ -90,21 +93,27 @@ const GRPO_ALIASES = {
  */
 export const GRPO_LOSS_SCHEMA = object(
   {
-    temperature: withDefault(
-      number({ min: 0, exclusiveMin: true }),
-      TRAINER_DEFAULTS.temperature,
-      'Sampling temperature T [`temperature`]: every GRPO logprob (policy, π_old, reference) and entropy is `log softmax(logits / T)` over the whole vocabulary, so the ratio is on-policy for a sampler drawing at T.',
+    temperature: nullAsUnset(
+      withDefault(
+        number({ min: 0, exclusiveMin: true }),
+        TRAINER_DEFAULTS.temperature,
+        'Sampling temperature T [`temperature`]: every GRPO logprob (policy, π_old, reference) and entropy is `log softmax(logits / T)` over the whole vocabulary, so the ratio is on-policy for a sampler drawing at T.',
+      ),
     ),
-    ratioLevel: withDefault(
-      checkedByCore<RatioLevel>("one of 'token', 'sequence'"),
-      TRAINER_DEFAULTS.ratioLevel,
-      '`sequence` is GSPO [`importance_sampling_level`].',
+    ratioLevel: nullAsUnset(
+      withDefault(
+        checkedByCore<RatioLevel>("one of 'token', 'sequence'"),
+        TRAINER_DEFAULTS.ratioLevel,
+        '`sequence` is GSPO [`importance_sampling_level`].',
+      ),
     ),
     lossMode: LOSS_VARIANT_FIELDS.lossMode,
-    epsilonLow: withDefault(
-      checkedByCore<number>('a finite number in [0, 1]'),
-      TRAINER_DEFAULTS.epsilonLow,
-      'ε_low [`epsilon`]; `cispo` clips its weight at 1 − ε_low too. Not with `sapo`.',
+    epsilonLow: nullAsUnset(
+      withDefault(
+        checkedByCore<number>('a finite number in [0, 1]'),
+        TRAINER_DEFAULTS.epsilonLow,
+        'ε_low [`epsilon`]; `cispo` clips its weight at 1 − ε_low too. Not with `sapo`.',
+      ),
     ),
     ...CLIP_FIELDS,
     sapoTemperaturePos: LOSS_VARIANT_FIELDS.sapoTemperaturePos,
@@ -112,25 +121,33 @@ export const GRPO_LOSS_SCHEMA = object(
     topEntropyQuantile: LOSS_VARIANT_FIELDS.topEntropyQuantile,
     offPolicyMaskThreshold: LOSS_VARIANT_FIELDS.offPolicyMaskThreshold,
     useBiasCorrectionKl: LOSS_VARIANT_FIELDS.useBiasCorrectionKl,
-    beta: withDefault(
-      checkedByCore<number>('a finite number >= 0'),
-      TRAINER_DEFAULTS.beta,
-      'β: KL coefficient to the reference policy (0: no reference model is created) [`beta`].',
+    beta: nullAsUnset(
+      withDefault(
+        checkedByCore<number>('a finite number >= 0'),
+        TRAINER_DEFAULTS.beta,
+        'β: KL coefficient to the reference policy (0: no reference model is created) [`beta`].',
+      ),
     ),
-    klEstimator: withDefault(
-      checkedByCore<KlEstimator>("one of 'k1', 'k2', 'k3', 'abs'"),
-      TRAINER_DEFAULTS.klEstimator,
-      'KL estimator when β > 0.',
+    klEstimator: nullAsUnset(
+      withDefault(
+        checkedByCore<KlEstimator>("one of 'k1', 'k2', 'k3', 'abs'"),
+        TRAINER_DEFAULTS.klEstimator,
+        'KL estimator when β > 0.',
+      ),
     ),
-    entropyCoefficient: withDefault(
-      checkedByCore<number>('a finite number'),
-      TRAINER_DEFAULTS.entropyCoefficient,
-      'η: entropy bonus weight.',
+    entropyCoefficient: nullAsUnset(
+      withDefault(
+        checkedByCore<number>('a finite number'),
+        TRAINER_DEFAULTS.entropyCoefficient,
+        'η: entropy bonus weight.',
+      ),
     ),
-    lossAggregation: withDefault(
-      checkedByCore<LossAggregation>("one of core's `LOSS_AGGREGATIONS`"),
-      TRAINER_DEFAULTS.lossAggregation,
-      "Loss aggregation (`token-mean` is TRL's `dapo`) [`loss_type`].",
+    lossAggregation: nullAsUnset(
+      withDefault(
+        checkedByCore<LossAggregation>("one of core's `LOSS_AGGREGATIONS`"),
+        TRAINER_DEFAULTS.lossAggregation,
+        "Loss aggregation (`token-mean` is TRL's `dapo`) [`loss_type`].",
+      ),
     ),
     normalizer: optional(checkedByCore<number>('a finite number > 0'), {
       description:
@@ -175,7 +192,7 @@ export type ResolvedGrpoLoss = Required<
 
 /** Validates the `grpo` option and fills its defaults. @internal */
 export function resolveGrpoLoss(value: unknown, functionName: string): ResolvedGrpoLoss {
-  const parsed = parseOptions(GRPO_LOSS_SCHEMA, value, {
+  const parsed = parseOptions(GRPO_LOSS_SCHEMA, withoutUnsetNulls(GRPO_LOSS_SCHEMA, value), {
     parameter: 'options.grpo',
     functionName,
   });

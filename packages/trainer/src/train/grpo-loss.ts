@@ -13,6 +13,7 @@ import {
 import { parseOptions } from '@rlvr/options';
 import type { TokenSequence } from '../batch/token-batch.js';
 import type { LlamaModel } from '../model/llama-model.js';
+import { withoutUnsetNulls } from '../null-as-unset.js';
 import {
   firstNonFinite,
   forwardLogprobs,
@@ -42,7 +43,10 @@ export function validateGrpoInput(
   config: ResolvedGrpoLoss,
   functionName: string,
 ): GrpoInput {
-  const opts = parseOptions(GRPO_STEP_OPTIONS, options, { parameter: 'options', functionName });
+  const opts = parseOptions(GRPO_STEP_OPTIONS, withoutUnsetNulls(GRPO_STEP_OPTIONS, options), {
+    parameter: 'options',
+    functionName,
+  });
   if (batch === null || typeof batch !== 'object') {
     throw new InvalidArgumentError({
       parameter: 'batch',

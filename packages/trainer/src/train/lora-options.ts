@@ -13,6 +13,7 @@ import {
 } from '@rlvr/options';
 import { LORA_MODULES, type LoraModule } from '../native/layer-graph.js';
 import type { LoraSettings } from '../native/lora-adapters.js';
+import { nullAsUnset, withoutUnsetNulls } from '../null-as-unset.js';
 
 const PEFT_MODULES: Record<string, LoraModule> = Object.fromEntries(
   LORA_MODULES.map((module) => [`${module}_proj`, module]),
@@ -42,30 +43,38 @@ const isAdapter = (value: unknown) =>
  */
 export const LORA_SCHEMA = object(
   {
-    r: withDefault(integer({ min: 1 }), 8, 'Rank r [`r`].'),
-    alpha: withDefault(
-      number({ min: 0, exclusiveMin: true }),
-      8,
-      "α: the adapters' output is scaled by α / r [`lora_alpha`].",
-    ),
-    dropout: withDefault(
-      number({ min: 0, max: 1, exclusiveMax: true }),
-      0,
-      "Dropout probability on the adapters' inputs during training steps [`lora_dropout`].",
-    ),
-    targetModules: withDefault(
-      custom<readonly string[] | 'all-linear'>(
-        () => true,
-        `'all-linear' or a non-empty array of ${PEFT_LIST}`,
+    r: nullAsUnset(withDefault(integer({ min: 1 }), 8, 'Rank r [`r`].')),
+    alpha: nullAsUnset(
+      withDefault(
+        number({ min: 0, exclusiveMin: true }),
+        8,
+        "α: the adapters' output is scaled by α / r [`lora_alpha`].",
       ),
-      ['q_proj', 'v_proj'] as const,
-      "Projections to adapt: PEFT module names or `'all-linear'` (all of them; not `lm_head`, as PEFT); the default is PEFT's for Llama/Qwen2 [`target_modules`].",
+    ),
+    dropout: nullAsUnset(
+      withDefault(
+        number({ min: 0, max: 1, exclusiveMax: true }),
+        0,
+        "Dropout probability on the adapters' inputs during training steps [`lora_dropout`].",
+      ),
+    ),
+    targetModules: nullAsUnset(
+      withDefault(
+        custom<readonly string[] | 'all-linear'>(
+          () => true,
+          `'all-linear' or a non-empty array of ${PEFT_LIST}`,
+        ),
+        ['q_proj', 'v_proj'] as const,
+        "Projections to adapt: PEFT module names or `'all-linear'` (all of them; not `lm_head`, as PEFT); the default is PEFT's for Llama/Qwen2 [`target_modules`].",
+      ),
     ),
     rslora: withDefault(boolean(), false, 'rsLoRA: scale α / √r instead of α / r [`use_rslora`].'),
-    seed: withDefault(
-      integer({ min: 0 }),
-      0,
-      "Seed of the adapters' initialization and of the dropout masks.",
+    seed: nullAsUnset(
+      withDefault(
+        integer({ min: 0 }),
+        0,
+        "Seed of the adapters' initialization and of the dropout masks.",
+      ),
     ),
     adapter: optional(
       custom<LoraAdapter>(
@@ -90,10 +99,11 @@ export type ResolvedLora = LoraSettings & { adapter?: LoraAdapter };
 /** Validates {@link LoraOptions} and fills PEFT's defaults. @internal */
 export function resolveLora(value: unknown, functionName: string): ResolvedLora {
   const context = { parameter: 'options.lora', functionName };
-  parseOptions(LORA_SCHEMA, value, context); // the keys and values given
+  parseOptions(LORA_SCHEMA, withoutUnsetNulls(LORA_SCHEMA, value), context); // the keys and values given
   const given = (value ?? {}) as LoraOptions;
   // an adapter's settings are validated as given ones
-  const parsed = parseOptions(LORA_SCHEMA, fromAdapter(given, functionName), context);
+  const merged = fromAdapter(given, functionName);
+  const parsed = parseOptions(LORA_SCHEMA, withoutUnsetNulls(LORA_SCHEMA, merged), context);
   return {
     r: parsed.r,
     alpha: parsed.alpha,

@@ -7,6 +7,7 @@ import {
   validateOneOf,
 } from '@rlvr/core';
 import { boolean, number, oneOf, optional, withDefault } from '@rlvr/options';
+import { nullAsUnset } from '../null-as-unset.js';
 import { TRAINER_DEFAULTS } from '../trainer-defaults.js';
 
 const sapoOnly = (value: number) => `\`${value}\` (with \`lossMode: 'sapo'\`)`;
@@ -17,33 +18,43 @@ const sapoOnly = (value: number) => `\`${value}\` (with \`lossMode: 'sapo'\`)`;
  * defaults ({@link TRAINER_DEFAULTS}) and checks. @internal
  */
 export const LOSS_VARIANT_FIELDS = {
-  lossMode: withDefault(
-    oneOf(LOSS_MODES as unknown as readonly [LossMode, ...LossMode[]]),
-    TRAINER_DEFAULTS.lossMode,
-    "The policy-gradient term: `clip` is PPO/GRPO/DAPO's clipped surrogate, `cispo` MiniMax-M1's (the clipped ratio as a stop-gradient weight on −A·log π: every token keeps a gradient), `sapo` the soft gate `σ(τ(r − 1))·4/τ` [TRL `loss_type: 'cispo' | 'sapo'`; verl `policy_loss.loss_mode`]. A dual clip or δ with `cispo`, and ε, δ or the dual clip with `sapo`, are `INEFFECTIVE_OPTION`.",
+  lossMode: nullAsUnset(
+    withDefault(
+      oneOf(LOSS_MODES as unknown as readonly [LossMode, ...LossMode[]]),
+      TRAINER_DEFAULTS.lossMode,
+      "The policy-gradient term: `clip` is PPO/GRPO/DAPO's clipped surrogate, `cispo` MiniMax-M1's (the clipped ratio as a stop-gradient weight on −A·log π: every token keeps a gradient), `sapo` the soft gate `σ(τ(r − 1))·4/τ` [TRL `loss_type: 'cispo' | 'sapo'`; verl `policy_loss.loss_mode`]. A dual clip or δ with `cispo`, and ε, δ or the dual clip with `sapo`, are `INEFFECTIVE_OPTION`.",
+    ),
   ),
-  sapoTemperaturePos: optional(number({ min: 0, exclusiveMin: true }), {
-    description: "SAPO's gate temperature for A > 0 [`sapo_temperature_pos`]. `sapo` only.",
-    defaultText: sapoOnly(TRAINER_DEFAULTS.sapoTemperaturePos),
-  }),
-  sapoTemperatureNeg: optional(number({ min: 0, exclusiveMin: true }), {
-    description: "SAPO's gate temperature for A ≤ 0 [`sapo_temperature_neg`]. `sapo` only.",
-    defaultText: sapoOnly(TRAINER_DEFAULTS.sapoTemperatureNeg),
-  }),
-  topEntropyQuantile: withDefault(
-    number({ min: 0, max: 1 }),
-    TRAINER_DEFAULTS.topEntropyQuantile,
-    'ρ of "Beyond the 80/20 Rule" (1: every token; the paper: 0.2) [`top_entropy_quantile`]: the policy term (and the entropy bonus) only on the tokens whose entropy is ≥ the (1 − ρ)-quantile of the mini-batch\'s unmasked tokens, measured with the pre-update policy (π_old).',
+  sapoTemperaturePos: nullAsUnset(
+    optional(number({ min: 0, exclusiveMin: true }), {
+      description: "SAPO's gate temperature for A > 0 [`sapo_temperature_pos`]. `sapo` only.",
+      defaultText: sapoOnly(TRAINER_DEFAULTS.sapoTemperaturePos),
+    }),
+  ),
+  sapoTemperatureNeg: nullAsUnset(
+    optional(number({ min: 0, exclusiveMin: true }), {
+      description: "SAPO's gate temperature for A ≤ 0 [`sapo_temperature_neg`]. `sapo` only.",
+      defaultText: sapoOnly(TRAINER_DEFAULTS.sapoTemperatureNeg),
+    }),
+  ),
+  topEntropyQuantile: nullAsUnset(
+    withDefault(
+      number({ min: 0, max: 1 }),
+      TRAINER_DEFAULTS.topEntropyQuantile,
+      'ρ of "Beyond the 80/20 Rule" (1: every token; the paper: 0.2) [`top_entropy_quantile`]: the policy term (and the entropy bonus) only on the tokens whose entropy is ≥ the (1 − ρ)-quantile of the mini-batch\'s unmasked tokens, measured with the pre-update policy (π_old).',
+    ),
   ),
   offPolicyMaskThreshold: optional(number({ min: 0 }), {
     description:
       "δ of DeepSeek-V3.2's off-policy sequence masking [`off_policy_mask_threshold`, e.g. 0.5]: a sequence's tokens with A < 0 lose their policy term when its mean `behaviourLogprob − logprob` exceeds δ (the KL term stays).",
     defaultText: 'off',
   }),
-  useBiasCorrectionKl: withDefault(
-    boolean(),
-    TRAINER_DEFAULTS.useBiasCorrectionKl,
-    "DeepSeek-V3.2's bias-corrected KL: the per-token KL estimate times the importance ratio π_θ/π_old [`use_bias_correction_kl`]; with β = 0 it is `INEFFECTIVE_OPTION`.",
+  useBiasCorrectionKl: nullAsUnset(
+    withDefault(
+      boolean(),
+      TRAINER_DEFAULTS.useBiasCorrectionKl,
+      "DeepSeek-V3.2's bias-corrected KL: the per-token KL estimate times the importance ratio π_θ/π_old [`use_bias_correction_kl`]; with β = 0 it is `INEFFECTIVE_OPTION`.",
+    ),
   ),
 };
 

@@ -7,21 +7,26 @@ import {
   optional,
   withDefault,
 } from '@rlvr/options';
+import { nullAsUnset } from '../null-as-unset.js';
 
 /**
  * The options of `PolicyTrainer.grpoStep`, declared once: {@link GrpoStepOptions}, the keys,
  * defaults, validation and README table come from it. @internal
  */
 export const GRPO_STEP_OPTIONS = object({
-  numIterations: withDefault(
-    integer({ min: 1 }),
-    1,
-    'μ: passes over the batch (PPO epochs), with the pre-update logprobs kept as π_old.',
+  numIterations: nullAsUnset(
+    withDefault(
+      integer({ min: 1 }),
+      1,
+      'μ: passes over the batch (PPO epochs), with the pre-update logprobs kept as π_old.',
+    ),
   ),
-  miniBatchSize: optional(integer({ min: 1 }), {
-    description: 'Sequences per optimizer step.',
-    defaultText: 'the whole batch (one step per iteration)',
-  }),
+  miniBatchSize: nullAsUnset(
+    optional(integer({ min: 1 }), {
+      description: 'Sequences per optimizer step.',
+      defaultText: 'the whole batch (one step per iteration)',
+    }),
+  ),
 });
 
 /** Options of one `PolicyTrainer.grpoStep` call (see {@link GRPO_STEP_OPTIONS}). */

@@ -12,6 +12,7 @@ import {
   parseOptions,
   withDefault,
 } from '@rlvr/options';
+import { nullAsUnset, withoutUnsetNulls } from '../null-as-unset.js';
 import type { AdamWOptions } from '../optim/adamw.js';
 import { OPTIMIZER_SCHEMA, resolveOptimizer } from '../optim/optimizer-options.js';
 import { type LearningRateSchedule, SCHEDULE_SCHEMA, validateSchedule } from '../optim/schedule.js';
@@ -35,55 +36,69 @@ const CHECKPOINTING = "true, false or 'auto'";
  */
 export const POLICY_TRAINER_OPTIONS = defineOptions(
   {
-    schedule: optional(SCHEDULE_SCHEMA, {
-      description: 'Learning rate and its schedule [`learning_rate`, `lr_scheduler_type`].',
-      defaultText: `constant \`${TRAINER_DEFAULTS.learningRate}\`, no warm-up (\`SCHEDULE_DEFAULTS\`)`,
-    }),
+    schedule: nullAsUnset(
+      optional(SCHEDULE_SCHEMA, {
+        description: 'Learning rate and its schedule [`learning_rate`, `lr_scheduler_type`].',
+        defaultText: `constant \`${TRAINER_DEFAULTS.learningRate}\`, no warm-up (\`SCHEDULE_DEFAULTS\`)`,
+      }),
+    ),
     optimizer: optional(OPTIMIZER_SCHEMA, {
       description: "AdamW settings; a field not given is `ADAMW_DEFAULTS`'.",
       defaultText: '`ADAMW_DEFAULTS`',
     }),
-    maxGradNorm: withDefault(
-      number({ min: 0 }),
-      TRAINER_DEFAULTS.maxGradNorm,
-      'Clip gradients to this global L2 norm (0 disables clipping) [`max_grad_norm`].',
+    maxGradNorm: nullAsUnset(
+      withDefault(
+        number({ min: 0 }),
+        TRAINER_DEFAULTS.maxGradNorm,
+        'Clip gradients to this global L2 norm (0 disables clipping) [`max_grad_norm`].',
+      ),
     ),
-    microBatchSize: withDefault(integer({ min: 1 }), TRAINER_DEFAULTS.microBatchSize, {
-      description: 'Sequences per forward/backward pass; gradients accumulate.',
-      defaultText: 'all at once',
-    }),
+    microBatchSize: nullAsUnset(
+      withDefault(integer({ min: 1 }), TRAINER_DEFAULTS.microBatchSize, {
+        description: 'Sequences per forward/backward pass; gradients accumulate.',
+        defaultText: 'all at once',
+      }),
+    ),
     microBatchTokens: optional(integer({ min: 1 }), {
       description:
         'Token budget of a forward/backward pass (rows × row length, padding included): sequences are split into micro-batches that stay under it (a longer sequence is a micro-batch of its own); the update does not depend on the split.',
       defaultText: 'native engine: the largest the memory limit allows; tfjs: unlimited',
     }),
-    gradientCheckpointing: withDefault(
-      custom<boolean | 'auto'>(
-        (value) => value === 'auto' || typeof value === 'boolean',
-        CHECKPOINTING,
+    gradientCheckpointing: nullAsUnset(
+      withDefault(
+        custom<boolean | 'auto'>(
+          (value) => value === 'auto' || typeof value === 'boolean',
+          CHECKPOINTING,
+        ),
+        TRAINER_DEFAULTS.gradientCheckpointing,
+        "Recompute each layer's activations in the backward instead of keeping them (activation checkpointing, Hugging Face's `gradient_checkpointing`): less memory, ~1/3 more compute. `'auto'`: off when the kept activations fit the memory limit, on where they would not. Native engine only.",
       ),
-      TRAINER_DEFAULTS.gradientCheckpointing,
-      "Recompute each layer's activations in the backward instead of keeping them (activation checkpointing, Hugging Face's `gradient_checkpointing`): less memory, ~1/3 more compute. `'auto'`: off when the kept activations fit the memory limit, on where they would not. Native engine only.",
     ),
-    memoryLimitBytes: optional(number({ min: 0, exclusiveMin: true }), {
-      description:
-        'The memory the training process may use: a model whose weights, gradients, optimizer state and reference do not fit is refused with a `MemoryLimitError` naming what would fit, and steps size their micro-batches to it.',
-      defaultText: '`os.totalmem()`',
-    }),
+    memoryLimitBytes: nullAsUnset(
+      optional(number({ min: 0, exclusiveMin: true }), {
+        description:
+          'The memory the training process may use: a model whose weights, gradients, optimizer state and reference do not fit is refused with a `MemoryLimitError` naming what would fit, and steps size their micro-batches to it.',
+        defaultText: '`os.totalmem()`',
+      }),
+    ),
     lora: optional(LORA_SCHEMA, {
       description:
         "LoRA adapters (PEFT's `LoraConfig`): train them instead of the model's weights (native engine).",
       defaultText: 'off',
     }),
-    onNonFinite: withDefault(
-      oneOf(['error', 'skip']),
-      TRAINER_DEFAULTS.onNonFinite,
-      'NaN/Inf loss, gradients or logprobs: skip the update and count it, or throw a `NonFiniteError`.',
+    onNonFinite: nullAsUnset(
+      withDefault(
+        oneOf(['error', 'skip']),
+        TRAINER_DEFAULTS.onNonFinite,
+        'NaN/Inf loss, gradients or logprobs: skip the update and count it, or throw a `NonFiniteError`.',
+      ),
     ),
-    maxConsecutiveSkips: withDefault(
-      integer({ min: 0 }),
-      TRAINER_DEFAULTS.maxConsecutiveSkips,
-      "With `onNonFinite: 'skip'`: this many skipped updates in a row throw a `TrainingStalledError` (0 never stops); an applied update resets the count.",
+    maxConsecutiveSkips: nullAsUnset(
+      withDefault(
+        integer({ min: 0 }),
+        TRAINER_DEFAULTS.maxConsecutiveSkips,
+        "With `onNonFinite: 'skip'`: this many skipped updates in a row throw a `TrainingStalledError` (0 never stops); an applied update resets the count.",
+      ),
     ),
     grpo: optional(GRPO_LOSS_SCHEMA, {
       description: "GRPO loss settings (the fields of @rlvr/core's `policyLoss`).",
@@ -132,7 +147,8 @@ export function resolveTrainerOptions(
   options: unknown,
   functionName: string,
 ): ResolvedTrainerOptions {
-  const parsed = parseOptions(POLICY_TRAINER_OPTIONS.schema, options, {
+  const { schema } = POLICY_TRAINER_OPTIONS;
+  const parsed = parseOptions(schema, withoutUnsetNulls(schema, options), {
     parameter: 'options',
     functionName,
   });
