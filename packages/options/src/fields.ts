@@ -18,6 +18,7 @@ export type FieldDoc = {
 const expectedTexts = new WeakMap<Schema, string>();
 const asserters = new WeakMap<Schema, (value: unknown, parameter: string) => void>();
 const defaultTexts = new WeakMap<Schema, string>();
+const aliasMaps = new WeakMap<Schema, Readonly<Record<string, string>>>();
 
 /** The descriptions, read by `z.toJSONSchema` (as `metadata`) and by the README tables. */
 export const descriptions = z.registry<{ description: string }>();
@@ -140,9 +141,23 @@ export function func<T extends (...args: never[]) => unknown>(expected: string) 
   return custom<T>((value) => typeof value === 'function', expected);
 }
 
-/** An options object with exactly these keys (any other is `UNKNOWN_OPTION`). */
-export function object<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
-  return expecting(z.strictObject(shape), 'an options object');
+/**
+ * An options object with exactly these keys (any other is `UNKNOWN_OPTION`); `aliases` maps wrong
+ * names to the right one for the "did you mean" hint of a nested object (never accepted; the
+ * top level's are the parse context's).
+ */
+export function object<Shape extends z.core.$ZodLooseShape>(
+  shape: Shape,
+  options: { aliases?: Readonly<Record<string, string>> } = {},
+) {
+  const schema = expecting(z.strictObject(shape), 'an options object');
+  if (options.aliases !== undefined) aliasMaps.set(schema, options.aliases);
+  return schema;
+}
+
+/** The `aliases` registered by {@link object} for `schema`, if any. */
+export function aliasesOf(schema: Schema): Readonly<Record<string, string>> | undefined {
+  return aliasMaps.get(schema);
 }
 
 /** An optional field, documented. */

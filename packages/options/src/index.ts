@@ -1,5 +1,6 @@
 export { defineOptions, type OptionsDefinition } from './define.js';
 export {
+  aliasesOf,
   asserted,
   asserterOf,
   boolean,

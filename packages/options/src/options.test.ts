@@ -241,6 +241,50 @@ describe('defineOptions', () => {
     );
   });
 
+  it("gives a nested object's own aliases to the hint, as validateOptions with aliases does", () => {
+    const aliases = { lr: 'learningRate', kind: 'schedule' };
+    const nested = object(
+      {
+        learningRate: number({ min: 0 }),
+        schedule: optional(oneOf(['constant', 'cosine']), 'Shape.'),
+      },
+      { aliases },
+    );
+    const defined = defineOptions(
+      {
+        schedule: optional(nested, 'The schedule.'),
+        sampling: optional(z.union([boolean(), nested]), 'A boolean or a schedule.'),
+      },
+      { parameter: 'config', functionName: FN, aliases: { learning_rate: 'schedule' } },
+    );
+    const known = ['learningRate', 'schedule'];
+    for (const [options, parameter, value] of [
+      [{ schedule: { lr: 1 } }, 'config.schedule', { lr: 1 }],
+      [
+        { schedule: { learningRate: 1, kind: 'cosine' } },
+        'config.schedule',
+        { learningRate: 1, kind: 'cosine' },
+      ],
+      [{ sampling: { lr: 1 } }, 'config.sampling', { lr: 1 }],
+      [
+        { sampling: { learningRate: 1, kind: 'x' } },
+        'config.sampling',
+        { learningRate: 1, kind: 'x' },
+      ],
+    ] as const) {
+      const expected = thrown(() =>
+        validateOptions(value, { parameter, functionName: FN, known, aliases }),
+      );
+      const actual = thrown(() => defined.parse(options));
+      expect(actual.code).toBe(ErrorCode.UNKNOWN_OPTION);
+      expect(actual.message).toBe(expected.message);
+    }
+    // the top level keeps the context's aliases
+    expect(thrown(() => defined.parse({ learning_rate: 1 })).message).toContain(
+      "did you mean 'schedule'?",
+    );
+  });
+
   it('reports an object’s unknown keys before the errors inside it, then fields in order', () => {
     // Both a bad field and an unknown key: the unknown key first, as validateOptions checked it.
     expect(

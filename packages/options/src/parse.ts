@@ -1,6 +1,6 @@
 import { assertKnownKeys, InvalidArgumentError, validateOptions } from '@rlvr/core';
 import * as z from 'zod/mini';
-import { asserterOf, expectedText, type Schema } from './fields.js';
+import { aliasesOf, asserterOf, expectedText, type Schema } from './fields.js';
 import { layers, schemaAt, shapeOf, unwrap, valueAt } from './introspect.js';
 
 /** Where options come from, for the error messages (as @rlvr/core's `validateOptions`). */
@@ -44,6 +44,22 @@ function expectedAt(schema: Schema, path: readonly PropertyKey[], fallback: stri
     if (text !== undefined) return text;
   }
   return fallback;
+}
+
+/**
+ * The aliases of the object schema at hand (see `object`): its own, or in a union those of the
+ * branch whose keys `shapeOf` names for `value`.
+ */
+function aliasesAt(schema: Schema, value: unknown): Readonly<Record<string, string>> | undefined {
+  const own = layers(schema)
+    .map(aliasesOf)
+    .find((found) => found !== undefined);
+  if (own !== undefined) return own;
+  const shape = shapeOf(schema, value);
+  const options = (unwrap(schema) as unknown as { _zod: { def: { options?: Schema[] } } })._zod.def
+    .options;
+  const branch = options?.find((option) => shape !== undefined && shapeOf(option) === shape);
+  return branch === undefined ? undefined : aliasesAt(branch, value);
 }
 
 /**
@@ -125,11 +141,13 @@ function report(
     }
   }
   if (issue.code === 'unrecognized_keys') {
+    const own = aliasesAt(at ?? base, value);
+    const hints = path.length === 0 ? (aliases ?? own) : own;
     assertKnownKeys(value as object, {
       parameter,
       ...(functionName === undefined ? {} : { functionName }),
       known: Object.keys(shapeOf(at ?? base, value) ?? {}),
-      ...(aliases === undefined || path.length > 0 ? {} : { aliases }),
+      ...(hints === undefined ? {} : { aliases: hints }),
     });
   }
   const assert = at === undefined ? undefined : layers(at).map(asserterOf).find(Boolean);

@@ -1,83 +1,20 @@
-import { MISMATCH_DEFAULTS, POLICY_LOSS_DEFAULTS } from '@rlvr/core';
+import { defaultsOf } from '@rlvr/options';
+import { OPTIMIZER_SCHEMA } from './optim/optimizer-options.js';
+import { SCHEDULE_SCHEMA } from './optim/schedule.js';
+import { LORA_SCHEMA } from './train/lora-options.js';
+import { TRAINER_DEFAULTS } from './trainer-defaults.js';
 
-/**
- * The one set of defaults shared by {@link PolicyTrainer} and {@link GrpoTrainer}, TRL's where TRL
- * has one (its `GRPOConfig` name in brackets; the trainer README's "Defaults" table lists them with
- * their verl names too).
- */
-export const TRAINER_DEFAULTS = Object.freeze({
-  /** Constant learning rate [`learning_rate` 1e-6]. */
-  learningRate: 1e-6,
-  /** Token-mean over the batch [`loss_type: 'dapo'`]. */
-  lossAggregation: 'token-mean',
-  /** Global-norm gradient clipping [`max_grad_norm` 1.0]. */
-  maxGradNorm: 1,
-  /** A NaN/Inf update is skipped and counted. */
-  onNonFinite: 'skip',
-  /** Consecutive skipped updates before the run stops with `TRAINING_STALLED`. */
-  maxConsecutiveSkips: 3,
-  /** ε_low of the clipped ratio [`epsilon` 0.2]; ε_high defaults to it [`epsilon_high`]. */
-  epsilonLow: 0.2,
-  /** Importance ratio per token; `'sequence'` is GSPO [`importance_sampling_level` 'token']. */
-  ratioLevel: 'token',
-  /** Entropy bonus coefficient; 0 adds no entropy term. */
-  entropyCoefficient: 0,
-  /**
-   * The policy-gradient term: the clipped surrogate (`'clip'`: GRPO/DAPO; `'cispo'`, `'sapo'` are
-   * the others) [TRL folds it into `loss_type`; verl `policy_loss.loss_mode` `'vanilla'`]: core's
-   * `POLICY_LOSS_DEFAULTS.lossMode`.
-   */
-  lossMode: POLICY_LOSS_DEFAULTS.lossMode,
-  /** SAPO's gate temperature for A > 0 [`sapo_temperature_pos` 1.0]. `lossMode: 'sapo'` only. */
-  sapoTemperaturePos: POLICY_LOSS_DEFAULTS.sapoTemperaturePos,
-  /** SAPO's gate temperature for A ≤ 0 [`sapo_temperature_neg` 1.05]. `lossMode: 'sapo'` only. */
-  sapoTemperatureNeg: POLICY_LOSS_DEFAULTS.sapoTemperatureNeg,
-  /** ρ of the high-entropy token selection; 1 keeps every token [`top_entropy_quantile` 1.0]. */
-  topEntropyQuantile: 1,
-  /** KL estimate weighted by the importance ratio (DeepSeek-V3.2) [`use_bias_correction_kl` False]. */
-  useBiasCorrectionKl: false,
-  /**
-   * Rollout↔trainer mismatch correction mode when `mismatch` is given without one
-   * [`vllm_importance_sampling_mode`]: core's `MISMATCH_DEFAULTS.mode` (`'token-truncate'`, TIS),
-   * which `mismatchCorrection` applies.
-   */
-  mismatchMode: MISMATCH_DEFAULTS.mode,
-  /**
-   * Sequences per forward/backward pass: every sequence of the batch in one pass (no gradient
-   * accumulation) unless `microBatchSize` is given.
-   */
-  microBatchSize: Number.MAX_SAFE_INTEGER,
-  /** β: KL coefficient; 0 needs no reference model [`beta` 0.0]. */
-  beta: 0,
-  /** KL estimator used when β > 0 (TRL's is k3). */
-  klEstimator: 'k3',
-  /** Sampling temperature; trainer logprobs use the same [`temperature` 1.0]. */
-  temperature: 1,
-  /** G: completions per prompt [`num_generations` 8]. */
-  groupSize: 8,
-  /** μ: optimizer passes per generation batch [`num_iterations` 1]. */
-  numIterations: 1,
-  /** AdamW weight decay [`weight_decay` 0.0]. */
-  weightDecay: 0,
-  /**
-   * Activation checkpointing: `'auto'` keeps the activations where they fit the memory limit and
-   * recomputes them where they would not [`gradient_checkpointing` False].
-   */
-  gradientCheckpointing: 'auto',
-} as const);
+export { TRAINER_DEFAULTS };
 
 /**
  * The LoRA settings used when a field of `lora` is not given: PEFT's `LoraConfig` defaults
  * [`r` 8, `lora_alpha` 8, `lora_dropout` 0.0, `target_modules` for Llama/Qwen2 `q_proj`,
- * `v_proj`, `use_rslora` False].
+ * `v_proj`, `use_rslora` False], read from the `lora` schema (its `seed` default, 0, is ours).
  */
-export const LORA_DEFAULTS = Object.freeze({
-  r: 8,
-  alpha: 8,
-  dropout: 0,
-  targetModules: Object.freeze(['q_proj', 'v_proj'] as const),
-  rslora: false,
-} as const);
+export const LORA_DEFAULTS = (() => {
+  const { seed: _seed, ...peft } = defaultsOf(LORA_SCHEMA);
+  return Object.freeze(peft);
+})();
 
 /** The type of {@link TRAINER_DEFAULTS}. */
 export type TrainerDefaults = typeof TRAINER_DEFAULTS;
@@ -85,33 +22,22 @@ export type TrainerDefaults = typeof TRAINER_DEFAULTS;
 /**
  * The `optimizer` (AdamW) settings used when a field is not given: PyTorch's / Hugging Face's
  * [`adam_beta1` 0.9, `adam_beta2` 0.999, `adam_epsilon` 1e-8, `weight_decay` 0.0 =
- * {@link TRAINER_DEFAULTS}.weightDecay]. `createPolicyTrainer` and `effectiveGrpoConfig` fill
- * `optimizer` from it; layers that show a run's settings (the CLI's `--print-config`) read it
- * instead of copying the numbers.
+ * {@link TRAINER_DEFAULTS}.weightDecay], read from the `optimizer` schema. `createPolicyTrainer`
+ * and `effectiveGrpoConfig` fill `optimizer` from it; layers that show a run's settings (the
+ * CLI's `--print-config`) read it instead of copying the numbers.
  */
-export const ADAMW_DEFAULTS = Object.freeze({
-  /** β₁, β₂ [`adam_beta1`, `adam_beta2`]. */
-  betas: Object.freeze([0.9, 0.999] as const),
-  /** ε added to √v̂ [`adam_epsilon`]. */
-  epsilon: 1e-8,
-  /** Decoupled weight decay λ (not applied to biases and norm weights) [`weight_decay`]. */
-  weightDecay: TRAINER_DEFAULTS.weightDecay,
-} as const);
+export const ADAMW_DEFAULTS = defaultsOf(OPTIMIZER_SCHEMA);
 
 /**
  * The `schedule` settings used when a field is not given: a constant learning rate of
  * {@link TRAINER_DEFAULTS}.learningRate, no warm-up, no floor (`totalSteps` has no default: the
- * decaying schedules need it). Hugging Face's `lr_scheduler_type` default is `linear`; ours is
- * `constant` (no `totalSteps` needed). `learningRateAt`, `createPolicyTrainer` and `effectiveGrpoConfig` fill
- * `schedule` from it; layers that show a run's settings read it instead of copying it.
+ * decaying schedules need it), the other fields read from the schedule's schema. Hugging Face's
+ * `lr_scheduler_type` default is `linear`; ours is `constant` (no `totalSteps` needed).
+ * `learningRateAt`, `createPolicyTrainer` and `effectiveGrpoConfig` fill `schedule` from it;
+ * layers that show a run's settings read it instead of copying it.
  */
 export const SCHEDULE_DEFAULTS = Object.freeze({
   /** Peak learning rate [`learning_rate`]. */
   learningRate: TRAINER_DEFAULTS.learningRate,
-  /** Shape after the warm-up [`lr_scheduler_type`]. */
-  schedule: 'constant',
-  /** Linear warm-up steps [`warmup_steps`]. */
-  warmupSteps: 0,
-  /** Floor of the decay as a fraction of the peak. */
-  minLearningRateRatio: 0,
-} as const);
+  ...defaultsOf(SCHEDULE_SCHEMA),
+});

@@ -15,6 +15,7 @@ export { createGrpoTrainer } from './grpo/create-grpo-trainer.js';
 export type { EffectiveGrpoConfig } from './grpo/effective-config.js';
 export { effectiveGrpoConfig } from './grpo/effective-config.js';
 export type { GrpoConfig } from './grpo/grpo-config.js';
+export { GRPO_CONFIG } from './grpo/grpo-config.js';
 export type { GrpoMetricRecord, GrpoTrainResult } from './grpo/grpo-trainer.js';
 export { GrpoTrainer } from './grpo/grpo-trainer.js';
 export type { PromptRecord } from './grpo/prompt-dataset.js';
@@ -35,6 +36,7 @@ export type {
   LoraOptions,
   PolicyTrainerOptions,
 } from './train/trainer-options.js';
+export { POLICY_TRAINER_OPTIONS } from './train/trainer-options.js';
 export type {
   CompletionLogprobsOptions,
   CompletionLogprobsResult,

@@ -1,10 +1,13 @@
+import { type Schema, shapeOf } from '@rlvr/options';
 import {
   createGrpoTrainer,
   createLlamaModel,
   effectiveGrpoConfig,
+  GRPO_CONFIG,
   GRPO_CONFIG_KEYS,
   type GrpoConfig,
 } from '@rlvr/trainer';
+import { keysHelp } from '../config/config-schema.js';
 import { attributeError, type ConfigSpec, type ResolvedConfig } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { startProgress } from '../logging/progress.js';
@@ -45,12 +48,20 @@ export const GRPO_CLI_KEYS = [
  */
 const GRPO_CLI_DEFAULTS = { reportTo: ['jsonl'], backend: 'auto' };
 
+/** @rlvr/trainer's `GrpoConfig` schema of each of its keys (for the config's JSON Schema). */
+const GRPO_SCHEMAS: Readonly<Record<string, Schema>> = shapeOf(GRPO_CONFIG.schema)!;
+
 const spec: ConfigSpec = {
   known: [...GRPO_CONFIG_KEYS, ...GRPO_CLI_KEYS],
   nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
   defaults: GRPO_CLI_DEFAULTS,
   required: ['model', 'dataset', 'rewards', 'outputDir', 'maxSteps', 'maxNewTokens'],
+  schemas: GRPO_SCHEMAS,
 };
+
+/** `--help` lines of the `GrpoConfig` keys: what each takes and its default, from the schema. */
+const GRPO_KEYS_HELP = `GrpoConfig (@rlvr/trainer; --print-config shows the values a run uses):
+${keysHelp('', GRPO_CONFIG.schema).join('\n')}`;
 
 /** The `GrpoConfig` keys the user set (defaults are the trainer's). */
 function userGrpoConfig(
@@ -118,13 +129,14 @@ export const grpoCommand: Command = {
   trains: true,
   spec,
   effectiveConfig: effectiveGrpoRunConfig,
-  details: `Config keys: @rlvr/trainer's GrpoConfig (maxSteps, groupSize, beta, schedule, …; see its README;
-the policy-loss variants: lossMode clip|cispo|sapo, sapoTemperaturePos/Neg, topEntropyQuantile,
-offPolicyMaskThreshold, useBiasCorrectionKl) plus model (checkpoint folder or run folder), dataset (path or { path, columns, format, limit }),
+  details: `Config keys: @rlvr/trainer's GrpoConfig (listed below, from its schema; see its README)
+plus model (checkpoint folder or run folder), dataset (path or { path, columns, format, limit }),
 rewards (names: math, r1-format, ifeval, code, countdown, … with weights, or { module: ./r.js }),
 reportTo, backend (auto|wasm|cpu), sampler (@rlvr/rollout options: workers, threads, engine, …),
 resume, acceptConfigChanges. Writes outputDir/metrics.jsonl, completions.jsonl, checkpoints/,
-model/ (the final policy) and rlvr-config.yaml.`,
+model/ (the final policy) and rlvr-config.yaml.
+
+${GRPO_KEYS_HELP}`,
   example: `rlvr grpo --config grpo.yaml --set beta=0.04 --report-to jsonl,tensorboard
 # grpo.yaml
 model: sft-run

@@ -22,6 +22,7 @@ import {
   createLlamaModel,
   createPolicyTrainer,
   POLICY_TRAINER_OPTION_KEYS,
+  POLICY_TRAINER_OPTIONS,
   type PolicyTrainerOptions,
   SCHEDULE_DEFAULTS,
   TRAINER_DEFAULTS,
@@ -96,14 +97,27 @@ export const STUDENT_DEFAULTS = Object.freeze({
   maxGradNorm: TRAINER_DEFAULTS.maxGradNorm,
 });
 
-/** `--help` lines of the student keys (sft, distill): what each takes and its default, from the schema. */
+/**
+ * `--help` lines of the student keys (sft, distill): what each takes and its default, from the
+ * schemas (distillStudent's and createPolicyTrainer's).
+ */
 export const STUDENT_KEYS_HELP = `student (@rlvr/distill distillStudent):
-${keysHelp('', DISTILL_STUDENT_OPTIONS.schema, { keys: DISTILL_STUDENT_KEYS, defaults: STUDENT_LOOP_DEFAULTS }).join('\n')}`;
+${keysHelp('', DISTILL_STUDENT_OPTIONS.schema, { keys: DISTILL_STUDENT_KEYS, defaults: STUDENT_LOOP_DEFAULTS }).join('\n')}
+trainer (@rlvr/trainer createPolicyTrainer):
+${keysHelp('', POLICY_TRAINER_OPTIONS.schema, { keys: POLICY_TRAINER_KEYS }).join('\n')}`;
 
-/** The distillStudent option schemas of {@link DISTILL_STUDENT_KEYS} (for the config's JSON Schema). */
-export const STUDENT_SCHEMAS: Readonly<Record<string, Schema>> = Object.fromEntries(
-  DISTILL_STUDENT_KEYS.map((key) => [key, shapeOf(DISTILL_STUDENT_OPTIONS.schema)![key]!]),
-);
+/**
+ * The option schemas of {@link DISTILL_STUDENT_KEYS} (distillStudent's) and of
+ * {@link POLICY_TRAINER_KEYS} (createPolicyTrainer's), for the config's JSON Schema.
+ */
+export const STUDENT_SCHEMAS: Readonly<Record<string, Schema>> = {
+  ...Object.fromEntries(
+    DISTILL_STUDENT_KEYS.map((key) => [key, shapeOf(DISTILL_STUDENT_OPTIONS.schema)![key]!]),
+  ),
+  ...Object.fromEntries(
+    POLICY_TRAINER_KEYS.map((key) => [key, shapeOf(POLICY_TRAINER_OPTIONS.schema)![key]!]),
+  ),
+};
 
 /** The run folder's distillation checkpoint (optimizer state and data position, for `--resume`). */
 export const STUDENT_CHECKPOINT_DIR = 'checkpoint';

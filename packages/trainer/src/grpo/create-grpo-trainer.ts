@@ -3,7 +3,6 @@ import { mkdir } from 'node:fs/promises';
 import {
   assertSampler,
   createRng,
-  type EnvironmentFactory,
   fingerprint,
   InvalidArgumentError,
   rejectIneffective,
@@ -20,8 +19,13 @@ import { resolveEnvironment } from './environment-options.js';
 import { rewardColumns, rewardWeights, validateAdvantageSettings } from './grpo-advantages.js';
 import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
 import { GrpoTrainer } from './grpo-trainer.js';
+import {
+  GRPO_TRAINER_OPTION_ALIASES,
+  GRPO_TRAINER_OPTIONS,
+  type GrpoTrainerOptions,
+} from './grpo-trainer-options.js';
 import { policyOptions, validatePolicyOptions } from './policy-options.js';
-import { loadPromptDataset, type PromptRecord, validatePromptRecords } from './prompt-dataset.js';
+import { loadPromptDataset, validatePromptRecords } from './prompt-dataset.js';
 import { resolveGrpoConfig } from './resolve-config.js';
 import {
   loadRunCheckpoint,
@@ -29,88 +33,13 @@ import {
   type RunCheckpoint,
   type RunState,
 } from './run-checkpoint.js';
-import type { GrpoMetricRecord, RunContext } from './run-context.js';
+import type { RunContext } from './run-context.js';
 import { checkLogs, clearPreviousRun, cutLogs, planRun, type RunPlan } from './run-files.js';
 import { compareSettings, runSettings } from './run-settings.js';
 
-/** Options of {@link createGrpoTrainer}. Unknown keys are errors (`UNKNOWN_OPTION`). */
-export type GrpoTrainerOptions = {
-  /** The policy (trained in place). */
-  model: LlamaModel;
-  /**
-   * Any core `Sampler`; it receives the new weights after every update, so it must implement
-   * `updateWeights` unless `config.syncWeights` is `false`.
-   */
-  sampler: Sampler;
-  /** Prompt records, or the path of a JSONL file of them. */
-  dataset: readonly PromptRecord[] | string;
-  /**
-   * Reward functions (weighted sum, or GDPO with `multiReward: 'normalize_then_sum'`). Optional
-   * with `environment` (its reward is then the only column, or one beside these).
-   */
-  rewards?: readonly WeightedReward[];
-  /**
-   * Multi-turn RL: creates each trajectory's environment (core's `Environment`; `@rlvr/tools`'
-   * `createToolEnvironment` builds one from tools). The sampler must be a `MultiTurnSampler`;
-   * rollouts are trajectories (`config.maxTurns`, `config.maxTotalTokens`), the loss and logprobs
-   * cover the policy's tokens only (environment tokens are masked), the environment's reward is
-   * the reward column `environment` (weight 1) beside `rewards`, whose functions get the
-   * trajectory as `trajectory` and its last turn as `completion`. Not with `maxStaleness > 0`.
-   */
-  environment?: EnvironmentFactory;
-  config: GrpoConfig;
-  /** Encodes prompts when the sampler does not report `promptTokenIds`. */
-  tokenizer?: { encode(text: string): number[] };
-  /**
-   * Continue from a checkpoint: `true` = the newest one under `outputDir/checkpoints` (a fresh
-   * start when there is none *and* the folder holds no run files), or the path of one checkpoint
-   * folder (an error when it is not one). Default: a fresh start, which refuses a folder holding
-   * another run's files unless `overwrite`.
-   */
-  resume?: boolean | string;
-  /**
-   * Start fresh in an `outputDir` that holds a previous run (`metrics.jsonl`, `completions.jsonl`,
-   * `checkpoints/`): those are removed first (other files are kept). Without it such a folder is
-   * refused with `WOULD_OVERWRITE`. Needs `config.outputDir`. Has no effect when `resume` finds a
-   * checkpoint in `outputDir`.
-   */
-  overwrite?: boolean;
-  /**
-   * Resume even though the checkpoint was made with different settings (they are logged);
-   * without it a difference is `RESUME_MISMATCH`. Needs `resume`. `maxSteps` may always change.
-   */
-  acceptConfigChanges?: boolean;
-  /** Receives diagnostics and skip notices (default: stderr unless `quiet`). */
-  onLog?: (message: string) => void;
-  /** Called with every metrics record, after the step's files and checkpoint are written. */
-  onStep?: (record: GrpoMetricRecord) => void;
-};
+export type { GrpoTrainerOptions } from './grpo-trainer-options.js';
 
 const FN = 'createGrpoTrainer';
-const OPTION_KEYS = [
-  'model',
-  'sampler',
-  'dataset',
-  'rewards',
-  'environment',
-  'config',
-  'tokenizer',
-  'resume',
-  'overwrite',
-  'acceptConfigChanges',
-  'onLog',
-  'onStep',
-] as const;
-const OPTION_ALIASES = {
-  resumeFrom: 'resume',
-  fresh: 'overwrite',
-  force: 'overwrite',
-  reward: 'rewards',
-  rewardFunctions: 'rewards',
-  verifiers: 'rewards',
-  prompts: 'dataset',
-  acceptChanges: 'acceptConfigChanges',
-};
 
 function checkModel(model: unknown): LlamaModel {
   if (
@@ -342,12 +271,13 @@ function freshState(
  * {@link ShapeMismatchError} when a checkpoint does not fit the model.
  */
 export async function createGrpoTrainer(options: GrpoTrainerOptions): Promise<GrpoTrainer> {
+  // the schema's keys; each value is checked below, in this order (a missing one by its check)
   const opts = validateOptions<GrpoTrainerOptions>(options, {
     parameter: 'options',
     functionName: FN,
-    known: OPTION_KEYS,
-    aliases: OPTION_ALIASES,
-  });
+    known: GRPO_TRAINER_OPTIONS.keys,
+    aliases: GRPO_TRAINER_OPTION_ALIASES,
+  }) as GrpoTrainerOptions;
   const model = checkModel(opts.model);
   const resolvedConfig = resolveGrpoConfig(opts.config as GrpoConfig, FN);
   const sampler = checkSampler(opts.sampler, resolvedConfig);

@@ -3,250 +3,39 @@ import {
   InvalidArgumentError,
   rejectIneffective,
   softOverlongPenalty,
-  validateInteger,
-  validateNumber,
-  validateOneOf,
-  validateOptions,
 } from '@rlvr/core';
-import { TRAINER_DEFAULTS } from '../defaults.js';
+import { defaultsOf, type OptionsOutput, parseOptions } from '@rlvr/options';
+import { withoutUnsetNulls } from '../null-as-unset.js';
 import { validateSchedule } from '../optim/schedule.js';
 import {
   rejectIneffectiveVariants,
   resolveLossVariants,
   validateLossAggregation,
 } from '../train/loss-variant-options.js';
+import { TRAINER_DEFAULTS } from '../trainer-defaults.js';
+import { CONFIG_ALIASES } from './config-aliases.js';
 import { checkAsyncConfig } from './grpo-async.js';
-import type { GrpoConfig, ResolvedGrpoConfig } from './grpo-config.js';
+import {
+  DYNAMIC_SAMPLING_SCHEMA,
+  GRPO_CONFIG,
+  type GrpoConfig,
+  type ResolvedGrpoConfig,
+} from './grpo-config.js';
 
 /**
  * Every key of {@link GrpoConfig}: the keys `createGrpoTrainer` accepts in `config` (any other is
- * an `UNKNOWN_OPTION` error). Exported so that layers passing a config through (apps, CLIs) check
- * against the same list instead of a copy.
+ * an `UNKNOWN_OPTION` error), from {@link GRPO_CONFIG}. Exported so that layers passing a config
+ * through (apps, CLIs) check against the same list instead of a copy.
  */
-export const GRPO_CONFIG_KEYS = [
-  'maxSteps',
-  'promptsPerStep',
-  'groupSize',
-  'seed',
-  'shuffle',
-  'maxNewTokens',
-  'temperature',
-  'topP',
-  'topK',
-  'minP',
-  'repetitionPenalty',
-  'stop',
-  'beta',
-  'klEstimator',
-  'useBiasCorrectionKl',
-  'lossMode',
-  'epsilonLow',
-  'epsilonHigh',
-  'delta',
-  'dualClip',
-  'sapoTemperaturePos',
-  'sapoTemperatureNeg',
-  'topEntropyQuantile',
-  'offPolicyMaskThreshold',
-  'ratioLevel',
-  'entropyCoefficient',
-  'lossAggregation',
-  'normalizer',
-  'numIterations',
-  'miniBatchSize',
-  'mismatch',
-  'scaleRewards',
-  'advantageBaseline',
-  'rewardStd',
-  'multiReward',
-  'dynamicSampling',
-  'maskTruncatedCompletions',
-  'overlong',
-  'schedule',
-  'optimizer',
-  'maxGradNorm',
-  'microBatchSize',
-  'microBatchTokens',
-  'gradientCheckpointing',
-  'memoryLimitBytes',
-  'lora',
-  'onNonFinite',
-  'maxConsecutiveSkips',
-  'syncWeights',
-  'maxStaleness',
-  'maxTurns',
-  'maxTotalTokens',
-  'outputDir',
-  'saveEvery',
-  'keepLast',
-  'logCompletionsEvery',
-  'progress',
-  'quiet',
-  'entropyCollapseRatio',
-] as const satisfies readonly (keyof GrpoConfig)[];
+export const GRPO_CONFIG_KEYS = GRPO_CONFIG.keys;
 
-/** Names other layers and libraries use (our older ones, TRL's, verl's) → ours, for the hint. */
-const CONFIG_ALIASES: Record<string, string> = {
-  kl_coef: 'beta',
-  klCoef: 'beta',
-  klCoefficient: 'beta',
-  init_kl_coef: 'beta',
-  learning_rate: 'schedule',
-  learningRate: 'schedule',
-  lr: 'schedule',
-  warmupSteps: 'schedule',
-  lr_scheduler_type: 'schedule',
-  steps: 'maxSteps',
-  num_train_steps: 'maxSteps',
-  maxResampleRounds: 'dynamicSampling',
-  maxRounds: 'dynamicSampling',
-  minStd: 'dynamicSampling',
-  aggregation: 'lossAggregation',
-  loss_type: 'lossAggregation',
-  loss_agg_mode: 'lossAggregation',
-  weightDecay: 'optimizer',
-  adam_beta1: 'optimizer',
-  adam_beta2: 'optimizer',
-  adam_epsilon: 'optimizer',
-  num_generations: 'groupSize',
-  n: 'groupSize',
-  max_completion_length: 'maxNewTokens',
-  max_tokens: 'maxNewTokens',
-  save_steps: 'saveEvery',
-  save_total_limit: 'keepLast',
-  epsilon: 'epsilonLow',
-  clip_range: 'epsilonLow',
-  ppo_epochs: 'numIterations',
-  grad_clip: 'maxGradNorm',
-  importance_sampling_level: 'ratioLevel',
-  mask_truncated_completions: 'maskTruncatedCompletions',
-  vllm_importance_sampling_correction: 'mismatch',
-  resume: 'outputDir',
-  max_staleness: 'maxStaleness',
-  max_async_level: 'maxStaleness',
-  maxAsyncLevel: 'maxStaleness',
-  max_head_offpolicyness: 'maxStaleness',
-  max_turns: 'maxTurns',
-  max_tool_calling_iterations: 'maxTurns',
-  max_response_length: 'maxTotalTokens',
-  // the 2025–26 loss variants (TRL's GRPOConfig names; verl's where TRL has none)
-  loss_mode: 'lossMode',
-  policy_loss: 'lossMode',
-  sapo_temperature_pos: 'sapoTemperaturePos',
-  sapo_temperature_neg: 'sapoTemperatureNeg',
-  tau_pos: 'sapoTemperaturePos',
-  tau_neg: 'sapoTemperatureNeg',
-  top_entropy_quantile: 'topEntropyQuantile',
-  off_policy_mask_threshold: 'offPolicyMaskThreshold',
-  use_bias_correction_kl: 'useBiasCorrectionKl',
-};
+type Parsed = OptionsOutput<typeof GRPO_CONFIG.schema>;
 
-/** Every key of the `dynamicSampling`, `mismatch`, `overlong`, `schedule`, `optimizer` objects. */
-const NESTED: Record<string, { known: readonly string[]; aliases?: Record<string, string> }> = {
-  dynamicSampling: {
-    known: ['minStd', 'maxRounds'],
-    aliases: { maxResampleRounds: 'maxRounds', rounds: 'maxRounds', std: 'minStd' },
-  },
-  mismatch: {
-    known: ['mode', 'cap', 'lowerThreshold'],
-    aliases: { vllm_importance_sampling_cap: 'cap', mask_threshold: 'lowerThreshold' },
-  },
-  overlong: {
-    known: ['maxLength', 'bufferLength', 'penaltyFactor'],
-    aliases: { overlong_buffer_len: 'bufferLength', overlong_penalty_factor: 'penaltyFactor' },
-  },
-  schedule: {
-    known: ['learningRate', 'schedule', 'warmupSteps', 'totalSteps', 'minLearningRateRatio'],
-    aliases: { lr: 'learningRate', lr_scheduler_type: 'schedule', kind: 'schedule' },
-  },
-  optimizer: {
-    known: ['betas', 'epsilon', 'weightDecay'],
-    aliases: { adam_beta1: 'betas', adam_beta2: 'betas', adam_epsilon: 'epsilon', eps: 'epsilon' },
-  },
-};
-
-type Context = { functionName: string };
-
-function int(name: string, value: unknown, min: number, { functionName }: Context): number {
-  return validateInteger(value, { parameter: `config.${name}`, functionName, min });
-}
-
-function checkNested(raw: Partial<GrpoConfig>, functionName: string): void {
-  for (const [name, { known, aliases }] of Object.entries(NESTED)) {
-    const value = (raw as Record<string, unknown>)[name];
-    if (value === undefined || typeof value === 'boolean') continue;
-    validateOptions(value, {
-      parameter: `config.${name}`,
-      functionName,
-      known,
-      ...(aliases ? { aliases } : {}),
-    });
-  }
-}
-
-function resolveDynamic(
-  raw: Partial<GrpoConfig>,
-  functionName: string,
-): ResolvedGrpoConfig['dynamic'] {
-  const value = raw.dynamicSampling;
+/** `dynamicSampling` as the run applies it (`true`: every default; off: undefined). */
+function resolveDynamic(value: Parsed['dynamicSampling']): ResolvedGrpoConfig['dynamic'] {
   if (value === undefined || value === false) return undefined;
-  if (value !== true && (value === null || typeof value !== 'object')) {
-    throw new InvalidArgumentError({
-      parameter: 'config.dynamicSampling',
-      functionName,
-      value,
-      expected: 'a boolean or { minStd?, maxRounds? }',
-    });
-  }
-  const d = value === true ? {} : value;
-  return {
-    minStd: validateNumber(d.minStd ?? 1e-6, {
-      parameter: 'config.dynamicSampling.minStd',
-      functionName,
-      min: 0,
-    }),
-    maxRounds: validateInteger(d.maxRounds ?? 3, {
-      parameter: 'config.dynamicSampling.maxRounds',
-      functionName,
-      min: 1,
-    }),
-  };
-}
-
-function checkSampling(raw: Partial<GrpoConfig>, context: Context): void {
-  const { functionName } = context;
-  if (raw.topP !== undefined) {
-    validateNumber(raw.topP, {
-      parameter: 'config.topP',
-      functionName,
-      min: 0,
-      exclusiveMin: true,
-      max: 1,
-    });
-  }
-  if (raw.topK !== undefined) int('topK', raw.topK, 0, context);
-  if (raw.minP !== undefined) {
-    validateNumber(raw.minP, { parameter: 'config.minP', functionName, min: 0, max: 1 });
-  }
-  if (raw.repetitionPenalty !== undefined) {
-    validateNumber(raw.repetitionPenalty, {
-      parameter: 'config.repetitionPenalty',
-      functionName,
-      min: 0,
-      exclusiveMin: true,
-    });
-  }
-  if (
-    raw.stop !== undefined &&
-    (!Array.isArray(raw.stop) || raw.stop.some((s) => typeof s !== 'string' || s === ''))
-  ) {
-    throw new InvalidArgumentError({
-      parameter: 'config.stop',
-      functionName,
-      value: raw.stop,
-      expected: 'an array of non-empty strings',
-    });
-  }
+  const { minStd, maxRounds } = value === true ? defaultsOf(DYNAMIC_SAMPLING_SCHEMA) : value;
+  return { minStd, maxRounds };
 }
 
 function checkOverlong(raw: Partial<GrpoConfig>, maxNewTokens: number, functionName: string): void {
@@ -354,8 +143,8 @@ function rejectIneffectiveSettings(
 }
 
 /**
- * Validates a {@link GrpoConfig} (unknown keys, ranges, combinations that do nothing) and applies
- * its defaults ({@link TRAINER_DEFAULTS}). @internal
+ * Validates a {@link GrpoConfig} (unknown keys, ranges: {@link GRPO_CONFIG}; combinations that do
+ * nothing, here) and applies its defaults ({@link TRAINER_DEFAULTS} and the run's own). @internal
  */
 export function resolveGrpoConfig(config: GrpoConfig, functionName: string): ResolvedGrpoConfig {
   if (config === undefined) {
@@ -366,121 +155,55 @@ export function resolveGrpoConfig(config: GrpoConfig, functionName: string): Res
       expected: 'a GrpoConfig object { maxSteps, maxNewTokens, … }',
     });
   }
-  const raw = validateOptions<GrpoConfig>(config, {
+  const parsed = parseOptions(GRPO_CONFIG.schema, withoutUnsetNulls(GRPO_CONFIG.schema, config), {
     parameter: 'config',
     functionName,
-    known: GRPO_CONFIG_KEYS,
     aliases: CONFIG_ALIASES,
   });
-  checkNested(raw, functionName);
-  const context = { functionName };
-  const maxSteps = int('maxSteps', raw.maxSteps, 1, context);
-  const maxNewTokens = int('maxNewTokens', raw.maxNewTokens, 1, context);
-  checkSampling(raw, context);
+  const raw = config as Partial<GrpoConfig>;
+  const { maxSteps, maxNewTokens } = parsed;
   checkOverlong(raw, maxNewTokens, functionName);
   const schedule = raw.schedule ?? { learningRate: TRAINER_DEFAULTS.learningRate };
-  validateSchedule(schedule, functionName, 'config.schedule');
-  const number = (name: keyof GrpoConfig, fallback: number, min: number, exclusiveMin = false) =>
-    validateNumber(raw[name] ?? fallback, {
-      parameter: `config.${name}`,
-      functionName,
-      min,
-      exclusiveMin,
-    });
-  const oneOf = <T extends string>(name: keyof GrpoConfig, fallback: T, values: readonly T[]) =>
-    validateOneOf((raw[name] as T | undefined) ?? fallback, values, {
-      parameter: `config.${name}`,
-      functionName,
-    });
+  validateSchedule(schedule, functionName, 'config.schedule'); // totalSteps: needs warmupSteps
+  const lossAggregation = validateLossAggregation(
+    parsed.lossAggregation,
+    'config.lossAggregation',
+    functionName,
+  );
   const resolved: ResolvedGrpoConfig = {
     ...raw,
     maxSteps,
     maxNewTokens,
-    promptsPerStep: int('promptsPerStep', raw.promptsPerStep ?? 4, 1, context),
-    groupSize: int('groupSize', raw.groupSize ?? TRAINER_DEFAULTS.groupSize, 2, context),
-    seed: int('seed', raw.seed ?? 0, 0, context),
-    shuffle: raw.shuffle ?? true,
-    temperature: number('temperature', TRAINER_DEFAULTS.temperature, 0, true),
-    beta: number('beta', TRAINER_DEFAULTS.beta, 0),
-    klEstimator: oneOf('klEstimator', TRAINER_DEFAULTS.klEstimator, ['k1', 'k2', 'k3', 'abs']),
-    epsilonLow: number('epsilonLow', TRAINER_DEFAULTS.epsilonLow, 0),
-    numIterations: int(
-      'numIterations',
-      raw.numIterations ?? TRAINER_DEFAULTS.numIterations,
-      1,
-      context,
-    ),
-    advantageBaseline: oneOf('advantageBaseline', 'mean', [
-      'mean',
-      'leave-one-out',
-      'reinforce-plus-plus',
-    ]),
-    rewardStd: oneOf('rewardStd', 'sample', ['sample', 'population']),
-    multiReward: oneOf('multiReward', 'sum_then_normalize', [
-      'sum_then_normalize',
-      'normalize_then_sum',
-    ]),
-    maskTruncatedCompletions: raw.maskTruncatedCompletions ?? false,
-    lossAggregation: validateLossAggregation(
-      raw.lossAggregation ?? TRAINER_DEFAULTS.lossAggregation,
-      'config.lossAggregation',
-      functionName,
-    ),
-    ...resolveLossVariants(raw, 'config.', functionName),
-    onNonFinite: oneOf('onNonFinite', TRAINER_DEFAULTS.onNonFinite, ['skip', 'error']),
-    maxConsecutiveSkips: int(
-      'maxConsecutiveSkips',
-      raw.maxConsecutiveSkips ?? TRAINER_DEFAULTS.maxConsecutiveSkips,
-      0,
-      context,
-    ),
-    maxGradNorm: number('maxGradNorm', TRAINER_DEFAULTS.maxGradNorm, 0),
-    syncWeights: raw.syncWeights ?? true,
-    maxStaleness: int('maxStaleness', raw.maxStaleness ?? 0, 0, context),
-    ...(raw.maxTurns === undefined ? {} : { maxTurns: int('maxTurns', raw.maxTurns, 1, context) }),
-    ...(raw.maxTotalTokens === undefined
-      ? {}
-      : { maxTotalTokens: int('maxTotalTokens', raw.maxTotalTokens, 1, context) }),
+    promptsPerStep: parsed.promptsPerStep,
+    groupSize: parsed.groupSize,
+    seed: parsed.seed,
+    shuffle: parsed.shuffle,
+    temperature: parsed.temperature,
+    beta: parsed.beta,
+    klEstimator: parsed.klEstimator,
+    epsilonLow: parsed.epsilonLow,
+    numIterations: parsed.numIterations,
+    advantageBaseline: parsed.advantageBaseline,
+    rewardStd: parsed.rewardStd,
+    multiReward: parsed.multiReward,
+    maskTruncatedCompletions: parsed.maskTruncatedCompletions,
+    lossAggregation,
+    ...resolveLossVariants(parsed),
+    onNonFinite: parsed.onNonFinite,
+    maxConsecutiveSkips: parsed.maxConsecutiveSkips,
+    maxGradNorm: parsed.maxGradNorm,
+    syncWeights: parsed.syncWeights,
+    maxStaleness: parsed.maxStaleness,
+    ...(parsed.maxTurns === undefined ? {} : { maxTurns: parsed.maxTurns }),
+    ...(parsed.maxTotalTokens === undefined ? {} : { maxTotalTokens: parsed.maxTotalTokens }),
     schedule,
-    saveEvery: int('saveEvery', raw.saveEvery ?? Math.max(1, Math.ceil(maxSteps / 10)), 1, context),
-    keepLast: int('keepLast', raw.keepLast ?? 2, 1, context),
-    logCompletionsEvery: int('logCompletionsEvery', raw.logCompletionsEvery ?? 1, 0, context),
-    quiet: raw.quiet ?? false,
-    entropyCollapseRatio: validateNumber(raw.entropyCollapseRatio ?? 0.1, {
-      parameter: 'config.entropyCollapseRatio',
-      functionName,
-      min: 0,
-      max: 1,
-    }),
-    dynamic: resolveDynamic(raw, functionName),
+    saveEvery: parsed.saveEvery ?? Math.max(1, Math.ceil(maxSteps / 10)),
+    keepLast: parsed.keepLast,
+    logCompletionsEvery: parsed.logCompletionsEvery,
+    quiet: parsed.quiet,
+    entropyCollapseRatio: parsed.entropyCollapseRatio,
+    dynamic: resolveDynamic(parsed.dynamicSampling),
   };
-  if (raw.scaleRewards !== undefined) oneOf('scaleRewards', 'group', ['group', 'batch', 'none']);
-  if (raw.miniBatchSize !== undefined) int('miniBatchSize', raw.miniBatchSize, 1, context);
-  if (raw.microBatchSize !== undefined) int('microBatchSize', raw.microBatchSize, 1, context);
-  for (const name of [
-    'shuffle',
-    'maskTruncatedCompletions',
-    'syncWeights',
-    'quiet',
-    'progress',
-  ] as const) {
-    if (raw[name] !== undefined && typeof raw[name] !== 'boolean') {
-      throw new InvalidArgumentError({
-        parameter: `config.${name}`,
-        functionName,
-        value: raw[name],
-        expected: 'a boolean',
-      });
-    }
-  }
-  if (raw.outputDir !== undefined && (typeof raw.outputDir !== 'string' || raw.outputDir === '')) {
-    throw new InvalidArgumentError({
-      parameter: 'config.outputDir',
-      functionName,
-      value: raw.outputDir,
-      expected: 'a folder path',
-    });
-  }
   rejectIneffectiveSettings(raw, resolved, functionName);
   rejectIneffectiveVariants(raw, resolved.beta, 'config.', functionName);
   checkAsyncConfig(raw, resolved, functionName);

@@ -5,8 +5,6 @@ import {
   type NamedTensor,
   RlvrError,
   ShapeMismatchError,
-  validateOneOf,
-  validateOptions,
   type WeightSnapshot,
 } from '@rlvr/core';
 import {
@@ -27,9 +25,11 @@ import {
   type NativeParts,
   nativeLogits,
 } from '../native/native-model.js';
+import { withoutUnsetNulls } from '../null-as-unset.js';
 import { expectedShapes, validatedTensors } from './checkpoint-tensors.js';
 import { llamaBackward } from './llama-backward.js';
 import { llamaForward } from './llama-forward.js';
+import { CREATE_LLAMA_MODEL_OPTIONS, type CreateLlamaModelOptions } from './llama-model-options.js';
 import { type MatMulOps, matMulOps } from './ops.js';
 import type { NormCache } from './rms-norm.js';
 
@@ -403,21 +403,7 @@ function refuseOnTfjs(config: ModelConfig, functionName: string): void {
   }
 }
 
-/** Options of {@link createLlamaModel}. */
-export type CreateLlamaModelOptions = {
-  /**
-   * Reject a checkpoint whose config or tensors do not match (default true). Always checks names
-   * and shapes; this flag only skips the finite-value scan.
-   */
-  checkFinite?: boolean;
-  /**
-   * {@link ModelEngine} of the model (default `auto`: `native` where `selectBackend()` routed the
-   * wasm backend's matrix products to onnxruntime-node — its default when that package is
-   * installed — else `tfjs` on the active backend). `native` needs onnxruntime-node (`UNAVAILABLE`
-   * otherwise) and no tfjs backend.
-   */
-  engine?: 'auto' | ModelEngine;
-};
+export type { CreateLlamaModelOptions } from './llama-model-options.js';
 
 /**
  * Builds a trainable tfjs {@link LlamaModel} from an @rlvr/model {@link Checkpoint} on the active
@@ -447,16 +433,9 @@ export async function createLlamaModel(
       expected: 'a Checkpoint ({ config, tensors })',
     });
   }
-  const opts = validateOptions<CreateLlamaModelOptions>(options, {
-    parameter: 'options',
-    functionName,
-    known: ['checkFinite', 'engine'],
-  });
-  const checkFinite = opts.checkFinite ?? true;
-  const requested = validateOneOf(opts.engine ?? 'auto', ['auto', 'native', 'tfjs'] as const, {
-    parameter: 'options.engine',
-    functionName,
-  });
+  const { checkFinite, engine: requested } = CREATE_LLAMA_MODEL_OPTIONS.parse(
+    withoutUnsetNulls(CREATE_LLAMA_MODEL_OPTIONS.schema, options),
+  );
   // every family the model package describes (modelArchitecture); the tfjs engine implements the
   // Llama/Qwen2 rules only: anything else is refused there, by field, before anything is built
   const config = parseModelConfig(checkpoint.config);

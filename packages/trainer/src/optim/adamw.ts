@@ -1,18 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ADAMW_DEFAULTS } from '../defaults.js';
+import type { AdamWOptions } from './optimizer-options.js';
 
-/** Settings of {@link AdamW}. */
-export type AdamWOptions = {
-  /** β₁, β₂ (default 0.9, 0.999: {@link ADAMW_DEFAULTS}). */
-  betas?: readonly [number, number];
-  /** ε added to √v̂ (default 1e-8: {@link ADAMW_DEFAULTS}). */
-  epsilon?: number;
-  /**
-   * Decoupled weight decay λ (default 0: {@link ADAMW_DEFAULTS}; Hugging Face skips biases and
-   * norm weights).
-   */
-  weightDecay?: number;
-};
+export type { AdamWOptions } from './optimizer-options.js';
 
 /** Optimizer state as plain data (for checkpoints). */
 export type AdamWState = {

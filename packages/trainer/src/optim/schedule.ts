@@ -1,28 +1,63 @@
+import { InvalidArgumentError, validateInteger } from '@rlvr/core';
 import {
-  InvalidArgumentError,
-  validateInteger,
-  validateNumber,
-  validateOneOf,
-  validateOptions,
-} from '@rlvr/core';
-import { SCHEDULE_DEFAULTS } from '../defaults.js';
+  custom,
+  expecting,
+  integer,
+  number,
+  type OptionsInput,
+  object,
+  oneOf,
+  optional,
+  parseOptions,
+  required,
+  withDefault,
+} from '@rlvr/options';
+import { nullAsUnset, withoutUnsetNulls } from '../null-as-unset.js';
 
 /** Learning-rate schedule after the warm-up (Hugging Face `lr_scheduler_type` names). */
 export type ScheduleKind = 'constant' | 'cosine' | 'linear';
 
-/** Options of {@link learningRateAt}. */
-export type LearningRateSchedule = {
-  /** Peak learning rate. */
-  learningRate: number;
-  /** Default `constant` ({@link SCHEDULE_DEFAULTS}). */
-  schedule?: ScheduleKind;
-  /** Linear warm-up from 0 over this many steps (default 0, {@link SCHEDULE_DEFAULTS}). */
-  warmupSteps?: number;
-  /** Total optimizer steps; required by `cosine` and `linear`. */
-  totalSteps?: number;
-  /** Floor of the decay as a fraction of the peak (default 0, {@link SCHEDULE_DEFAULTS}). */
-  minLearningRateRatio?: number;
+const SCHEDULE_KINDS = ['constant', 'cosine', 'linear'] as const satisfies readonly ScheduleKind[];
+const SCHEDULE_OBJECT = 'a schedule object { learningRate, … }';
+
+/**
+ * The fields of a learning-rate schedule, declared once: {@link LearningRateSchedule}, the
+ * defaults (`SCHEDULE_DEFAULTS`), the validation and the README table come from them. `totalSteps`
+ * is checked after the fields (its range depends on `warmupSteps`). @internal
+ */
+export const SCHEDULE_FIELDS = {
+  learningRate: required(number({ min: 0 }), 'Peak learning rate [`learning_rate`].'),
+  schedule: nullAsUnset(
+    withDefault(
+      oneOf(SCHEDULE_KINDS),
+      'constant',
+      "Shape after the warm-up [`lr_scheduler_type`]; Hugging Face's default is `linear`, ours `constant` (no `totalSteps` needed).",
+    ),
+  ),
+  warmupSteps: nullAsUnset(
+    withDefault(
+      integer({ min: 0 }),
+      0,
+      'Linear warm-up from 0 over this many steps [`warmup_steps`].',
+    ),
+  ),
+  totalSteps: optional(
+    custom<number>(() => true, 'an integer >= max(1, warmupSteps)'),
+    {
+      description: 'Total optimizer steps; required by `cosine` and `linear`.',
+      defaultText: 'required by `cosine` / `linear`',
+    },
+  ),
+  minLearningRateRatio: nullAsUnset(
+    withDefault(number({ min: 0, max: 1 }), 0, 'Floor of the decay as a fraction of the peak.'),
+  ),
 };
+
+/** The schedule's schema (see {@link SCHEDULE_FIELDS}). @internal */
+export const SCHEDULE_SCHEMA = expecting(object(SCHEDULE_FIELDS), SCHEDULE_OBJECT);
+
+/** Options of {@link learningRateAt} (the `schedule` option of the trainers). */
+export type LearningRateSchedule = OptionsInput<typeof SCHEDULE_SCHEMA>;
 
 /**
  * The learning rate of optimizer step `step` (0-based), as Hugging Face's schedulers compute it:
@@ -51,14 +86,6 @@ export function learningRateAt(schedule: LearningRateSchedule, step: number): nu
   return learningRate * (floor + (1 - floor) * factor);
 }
 
-const SCHEDULE_KEYS = [
-  'learningRate',
-  'schedule',
-  'warmupSteps',
-  'totalSteps',
-  'minLearningRateRatio',
-] as const;
-
 /**
  * Validates a schedule (unknown keys are errors) and fills its defaults; `parameter` prefixes the
  * field names in errors (e.g. `options.schedule`). @internal
@@ -68,50 +95,27 @@ export function validateSchedule(
   functionName: string,
   parameter?: string,
 ): Required<Omit<LearningRateSchedule, 'totalSteps'>> & { totalSteps: number | undefined } {
-  const name = (field: string) => (parameter === undefined ? field : `${parameter}.${field}`);
   if (schedule === null || typeof schedule !== 'object') {
     throw new InvalidArgumentError({
       parameter: parameter ?? 'schedule',
       functionName,
       value: schedule,
-      expected: 'a schedule object { learningRate, … }',
+      expected: SCHEDULE_OBJECT,
     });
   }
-  validateOptions(schedule, { parameter: parameter ?? '', functionName, known: SCHEDULE_KEYS });
-  const learningRate = validateNumber(schedule.learningRate, {
-    parameter: name('learningRate'),
+  const parsed = parseOptions(SCHEDULE_SCHEMA, withoutUnsetNulls(SCHEDULE_SCHEMA, schedule), {
+    parameter: parameter ?? '',
     functionName,
-    min: 0,
   });
-  const kind = validateOneOf(
-    schedule.schedule ?? SCHEDULE_DEFAULTS.schedule,
-    ['constant', 'cosine', 'linear'],
-    {
-      parameter: name('schedule'),
-      functionName,
-    },
-  );
-  const warmupSteps = validateInteger(schedule.warmupSteps ?? SCHEDULE_DEFAULTS.warmupSteps, {
-    parameter: name('warmupSteps'),
-    functionName,
-    min: 0,
-  });
+  const { learningRate, schedule: kind, warmupSteps, minLearningRateRatio } = parsed;
   let totalSteps: number | undefined;
+  // cross-field: cosine and linear need totalSteps, at least the warm-up
   if (kind !== 'constant' || schedule.totalSteps !== undefined) {
     totalSteps = validateInteger(schedule.totalSteps, {
-      parameter: name('totalSteps'),
+      parameter: parameter === undefined ? 'totalSteps' : `${parameter}.totalSteps`,
       functionName,
       min: Math.max(1, warmupSteps),
     });
   }
-  const minLearningRateRatio = validateNumber(
-    schedule.minLearningRateRatio ?? SCHEDULE_DEFAULTS.minLearningRateRatio,
-    {
-      parameter: name('minLearningRateRatio'),
-      functionName,
-      min: 0,
-      max: 1,
-    },
-  );
   return { learningRate, schedule: kind, warmupSteps, totalSteps, minLearningRateRatio };
 }

@@ -7,12 +7,13 @@ import {
   NonFiniteError,
   policyLoss,
   validateFiniteArray,
-  validateInteger,
   validateOptions,
   validateRagged,
 } from '@rlvr/core';
+import { parseOptions } from '@rlvr/options';
 import type { TokenSequence } from '../batch/token-batch.js';
 import type { LlamaModel } from '../model/llama-model.js';
+import { withoutUnsetNulls } from '../null-as-unset.js';
 import {
   firstNonFinite,
   forwardLogprobs,
@@ -20,10 +21,9 @@ import {
   type MicroBatch,
   type Ragged,
 } from './gradient-engine.js';
+import { GRPO_STEP_OPTIONS } from './step-options.js';
 import { corePolicySettings, type ResolvedGrpoLoss } from './trainer-options.js';
-import type { GrpoBatch, GrpoStepOptions } from './trainer-types.js';
-
-const STEP_OPTION_KEYS = ['numIterations', 'miniBatchSize'] as const;
+import type { GrpoBatch } from './trainer-types.js';
 
 /** A validated {@link GrpoBatch} with its step options. @internal */
 export type GrpoInput = {
@@ -43,10 +43,9 @@ export function validateGrpoInput(
   config: ResolvedGrpoLoss,
   functionName: string,
 ): GrpoInput {
-  const opts = validateOptions<GrpoStepOptions>(options, {
+  const opts = parseOptions(GRPO_STEP_OPTIONS, withoutUnsetNulls(GRPO_STEP_OPTIONS, options), {
     parameter: 'options',
     functionName,
-    known: STEP_OPTION_KEYS,
   });
   if (batch === null || typeof batch !== 'object') {
     throw new InvalidArgumentError({
@@ -63,16 +62,8 @@ export function validateGrpoInput(
   });
   const { sequences } = batch;
   const count = Array.isArray(sequences) ? sequences.length : 0;
-  const numIterations = validateInteger(opts.numIterations ?? 1, {
-    parameter: 'options.numIterations',
-    functionName,
-    min: 1,
-  });
-  const miniBatchSize = validateInteger(opts.miniBatchSize ?? Math.max(count, 1), {
-    parameter: 'options.miniBatchSize',
-    functionName,
-    min: 1,
-  });
+  const { numIterations } = opts;
+  const miniBatchSize = opts.miniBatchSize ?? Math.max(count, 1);
   return {
     sequences,
     count,

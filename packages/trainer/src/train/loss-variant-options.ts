@@ -4,10 +4,59 @@ import {
   LOSS_MODES,
   type LossMode,
   rejectIneffective,
-  validateNumber,
   validateOneOf,
 } from '@rlvr/core';
-import { TRAINER_DEFAULTS } from '../defaults.js';
+import { boolean, number, oneOf, optional, withDefault } from '@rlvr/options';
+import { nullAsUnset } from '../null-as-unset.js';
+import { TRAINER_DEFAULTS } from '../trainer-defaults.js';
+
+const sapoOnly = (value: number) => `\`${value}\` (with \`lossMode: 'sapo'\`)`;
+
+/**
+ * The fields of the 2025–26 policy-loss variants, shared by `GrpoConfig` and
+ * `createPolicyTrainer`'s `grpo` (TRL's `GRPOConfig` names in brackets): their declaration,
+ * defaults ({@link TRAINER_DEFAULTS}) and checks. @internal
+ */
+export const LOSS_VARIANT_FIELDS = {
+  lossMode: nullAsUnset(
+    withDefault(
+      oneOf(LOSS_MODES as unknown as readonly [LossMode, ...LossMode[]]),
+      TRAINER_DEFAULTS.lossMode,
+      "The policy-gradient term: `clip` is PPO/GRPO/DAPO's clipped surrogate, `cispo` MiniMax-M1's (the clipped ratio as a stop-gradient weight on −A·log π: every token keeps a gradient), `sapo` the soft gate `σ(τ(r − 1))·4/τ` [TRL `loss_type: 'cispo' | 'sapo'`; verl `policy_loss.loss_mode`]. A dual clip or δ with `cispo`, and ε, δ or the dual clip with `sapo`, are `INEFFECTIVE_OPTION`.",
+    ),
+  ),
+  sapoTemperaturePos: nullAsUnset(
+    optional(number({ min: 0, exclusiveMin: true }), {
+      description: "SAPO's gate temperature for A > 0 [`sapo_temperature_pos`]. `sapo` only.",
+      defaultText: sapoOnly(TRAINER_DEFAULTS.sapoTemperaturePos),
+    }),
+  ),
+  sapoTemperatureNeg: nullAsUnset(
+    optional(number({ min: 0, exclusiveMin: true }), {
+      description: "SAPO's gate temperature for A ≤ 0 [`sapo_temperature_neg`]. `sapo` only.",
+      defaultText: sapoOnly(TRAINER_DEFAULTS.sapoTemperatureNeg),
+    }),
+  ),
+  topEntropyQuantile: nullAsUnset(
+    withDefault(
+      number({ min: 0, max: 1 }),
+      TRAINER_DEFAULTS.topEntropyQuantile,
+      'ρ of "Beyond the 80/20 Rule" (1: every token; the paper: 0.2) [`top_entropy_quantile`]: the policy term (and the entropy bonus) only on the tokens whose entropy is ≥ the (1 − ρ)-quantile of the mini-batch\'s unmasked tokens, measured with the pre-update policy (π_old).',
+    ),
+  ),
+  offPolicyMaskThreshold: optional(number({ min: 0 }), {
+    description:
+      "δ of DeepSeek-V3.2's off-policy sequence masking [`off_policy_mask_threshold`, e.g. 0.5]: a sequence's tokens with A < 0 lose their policy term when its mean `behaviourLogprob − logprob` exceeds δ (the KL term stays).",
+    defaultText: 'off',
+  }),
+  useBiasCorrectionKl: nullAsUnset(
+    withDefault(
+      boolean(),
+      TRAINER_DEFAULTS.useBiasCorrectionKl,
+      "DeepSeek-V3.2's bias-corrected KL: the per-token KL estimate times the importance ratio π_θ/π_old [`use_bias_correction_kl`]; with β = 0 it is `INEFFECTIVE_OPTION`.",
+    ),
+  ),
+};
 
 /**
  * The 2025–26 policy-loss variants' settings, as `GrpoConfig` and `createPolicyTrainer`'s `grpo`
@@ -75,61 +124,30 @@ export function rejectIneffectiveVariants(
 }
 
 /**
- * Validates the variants' own values (the combinations are {@link rejectIneffectiveVariants}'s)
- * and fills their defaults: `lossMode`, `topEntropyQuantile` and `useBiasCorrectionKl` always, the
- * SAPO temperatures with `lossMode: 'sapo'` (others keep what was given, for the check).
- * @internal
+ * The variants' settings with their defaults (validated by {@link LOSS_VARIANT_FIELDS}; the
+ * combinations are {@link rejectIneffectiveVariants}'s): `lossMode`, `topEntropyQuantile` and
+ * `useBiasCorrectionKl` always, the SAPO temperatures with `lossMode: 'sapo'` (others keep what
+ * was given, for the check). @internal
  */
 export function resolveLossVariants(
-  raw: LossVariantSettings,
-  prefix: string,
-  functionName: string,
+  parsed: Required<
+    Pick<LossVariantSettings, 'lossMode' | 'topEntropyQuantile' | 'useBiasCorrectionKl'>
+  > &
+    LossVariantSettings,
 ): Required<Pick<LossVariantSettings, 'lossMode' | 'topEntropyQuantile' | 'useBiasCorrectionKl'>> &
   LossVariantSettings {
-  const lossMode = validateOneOf(raw.lossMode ?? TRAINER_DEFAULTS.lossMode, LOSS_MODES, {
-    parameter: `${prefix}lossMode`,
-    functionName,
-  });
+  const { lossMode, offPolicyMaskThreshold } = parsed;
   const temperature = (field: 'sapoTemperaturePos' | 'sapoTemperatureNeg') => {
-    const value = raw[field] ?? (lossMode === 'sapo' ? TRAINER_DEFAULTS[field] : undefined);
-    return value === undefined
-      ? {}
-      : {
-          [field]: validateNumber(value, {
-            parameter: `${prefix}${field}`,
-            functionName,
-            min: 0,
-            exclusiveMin: true,
-          }),
-        };
+    const value = parsed[field] ?? (lossMode === 'sapo' ? TRAINER_DEFAULTS[field] : undefined);
+    return value === undefined ? {} : { [field]: value };
   };
-  const useBiasCorrectionKl = raw.useBiasCorrectionKl ?? TRAINER_DEFAULTS.useBiasCorrectionKl;
-  if (typeof useBiasCorrectionKl !== 'boolean') {
-    throw new InvalidArgumentError({
-      parameter: `${prefix}useBiasCorrectionKl`,
-      functionName,
-      value: useBiasCorrectionKl,
-      expected: 'a boolean',
-    });
-  }
   return {
     lossMode,
     ...temperature('sapoTemperaturePos'),
     ...temperature('sapoTemperatureNeg'),
-    topEntropyQuantile: validateNumber(
-      raw.topEntropyQuantile ?? TRAINER_DEFAULTS.topEntropyQuantile,
-      { parameter: `${prefix}topEntropyQuantile`, functionName, min: 0, max: 1 },
-    ),
-    ...(raw.offPolicyMaskThreshold === undefined
-      ? {}
-      : {
-          offPolicyMaskThreshold: validateNumber(raw.offPolicyMaskThreshold, {
-            parameter: `${prefix}offPolicyMaskThreshold`,
-            functionName,
-            min: 0,
-          }),
-        }),
-    useBiasCorrectionKl,
+    topEntropyQuantile: parsed.topEntropyQuantile,
+    ...(offPolicyMaskThreshold === undefined ? {} : { offPolicyMaskThreshold }),
+    useBiasCorrectionKl: parsed.useBiasCorrectionKl,
   };
 }
 

@@ -5,9 +5,9 @@ import {
   RlvrError,
   rejectIneffective,
   ShapeMismatchError,
-  validateOptions,
 } from '@rlvr/core';
 import type { LoraAdapter } from '@rlvr/model';
+import { parseOptions } from '@rlvr/options';
 import type { TokenSequence } from '../batch/token-batch.js';
 import type { LlamaModel } from '../model/llama-model.js';
 import { LoraAdapters } from '../native/lora-adapters.js';
@@ -28,11 +28,11 @@ import { assertStaticFit, StepMemory } from './memory-plan.js';
 import { NativeAdamW } from './native-steps.js';
 import { NonFiniteGuard } from './non-finite-guard.js';
 import { OptimizerSteps, optimizerMetrics, type StepState } from './optimizer-steps.js';
+import { COMPLETION_LOGPROBS_OPTIONS, LAYOUT_OPTIONS } from './step-options.js';
 import {
   type PolicyTrainerOptions,
   type ResolvedTrainerOptions,
   resolveTrainerOptions,
-  validateTemperature,
 } from './trainer-options.js';
 import type {
   CompletionLogprobsOptions,
@@ -51,8 +51,6 @@ import type {
 
 export type { GrpoLossConfig, PolicyTrainerOptions } from './trainer-options.js';
 export type * from './trainer-types.js';
-
-const LAYOUT_KEYS = ['pack', 'rowLength'] as const;
 
 /** Internals of a {@link PolicyTrainer}, out of its published type. */
 const internals = new WeakMap<PolicyTrainer, OptimizerSteps>();
@@ -149,15 +147,11 @@ export class PolicyTrainer {
     const functionName = 'PolicyTrainer.completionLogprobs';
     this.model.assertLive('completionLogprobs');
     const { grpo, guard } = inner(this);
-    const opts = validateOptions<CompletionLogprobsOptions>(options, {
+    const opts = parseOptions(COMPLETION_LOGPROBS_OPTIONS, options, {
       parameter: 'options',
       functionName,
-      known: ['temperature'],
     });
-    const temperature =
-      opts.temperature === undefined
-        ? grpo.temperature
-        : validateTemperature(opts.temperature, 'options.temperature', functionName);
+    const temperature = opts.temperature ?? grpo.temperature;
     const micro = this.microBatches(sequences, functionName);
     const out = forwardLogprobs(this.model, micro, sequences.length, temperature);
     const bad = firstNonFinite(out.logprobs) ?? firstNonFinite(out.entropies);
@@ -360,11 +354,7 @@ export class PolicyTrainer {
     options: unknown,
     functionName: string,
   ): MicroBatch[] {
-    const layout = validateOptions<SftStepOptions>(options, {
-      parameter: 'options',
-      functionName,
-      known: LAYOUT_KEYS,
-    });
+    const layout = parseOptions(LAYOUT_OPTIONS, options, { parameter: 'options', functionName });
     return this.microBatches(sequences, functionName, layout);
   }
 

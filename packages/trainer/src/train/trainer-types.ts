@@ -1,6 +1,13 @@
 import type { MismatchMetrics, PolicyLossMetrics } from '@rlvr/core';
 import type { TokenSequence } from '../batch/token-batch.js';
 import type { AdamWState } from '../optim/adamw.js';
+import type { SftStepOptions } from './step-options.js';
+
+export type {
+  CompletionLogprobsOptions,
+  GrpoStepOptions,
+  SftStepOptions,
+} from './step-options.js';
 
 /** One generation batch for {@link PolicyTrainer.grpoStep}. */
 export type GrpoBatch = {
@@ -15,20 +22,6 @@ export type GrpoBatch = {
    * distribution's (temperature, then any top-k/top-p/min-p truncation, renormalized).
    */
   behaviourLogprobs?: readonly (readonly number[])[];
-};
-
-/** Options of one {@link PolicyTrainer.grpoStep} call. */
-export type GrpoStepOptions = {
-  /** μ: passes over the batch (PPO epochs), with the pre-update logprobs kept as π_old. Default 1. */
-  numIterations?: number;
-  /** Sequences per optimizer step (default: the whole batch: one step per iteration). */
-  miniBatchSize?: number;
-};
-
-/** Options of {@link PolicyTrainer.completionLogprobs}. */
-export type CompletionLogprobsOptions = {
-  /** Temperature T of `log softmax(logits / T)` (default: the trainer's `grpo.temperature`). */
-  temperature?: number;
 };
 
 /** Result of {@link PolicyTrainer.completionLogprobs}. */
@@ -74,14 +67,6 @@ export type GrpoStepResult = { steps: GrpoStepMetrics[] };
 
 /** Result of {@link PolicyTrainer.sftStep}. */
 export type SftStepResult = OptimizerStepMetrics;
-
-/** Options of {@link PolicyTrainer.sftStep}. */
-export type SftStepOptions = {
-  /** Pack several short sequences per row (segment-masked attention); default false. */
-  pack?: boolean;
-  /** Row length when packing (default: the longest sequence). */
-  rowLength?: number;
-};
 
 /**
  * One completion token handed to a {@link LogitsLossFunction}: the student's logits row that
