@@ -1,36 +1,11 @@
 import { InvalidArgumentError } from '@rlvr/core';
 import { describe, expect, it } from 'vitest';
+import { SMOLLM2_135M } from '../testing/families.js';
 import { countParameters, llamaBiases, parseLlamaConfig } from './llama-config.js';
 
-// Verbatim config.json files of public checkpoints (Hugging Face Hub), trimmed of nothing.
-const smolLM2 = {
-  architectures: ['LlamaForCausalLM'],
-  attention_bias: false,
-  attention_dropout: 0.0,
-  bos_token_id: 0,
-  eos_token_id: 0,
-  hidden_act: 'silu',
-  hidden_size: 576,
-  initializer_range: 0.041666666666666664,
-  intermediate_size: 1536,
-  is_llama_config: true,
-  max_position_embeddings: 8192,
-  mlp_bias: false,
-  model_type: 'llama',
-  num_attention_heads: 9,
-  num_hidden_layers: 30,
-  num_key_value_heads: 3,
-  pretraining_tp: 1,
-  rms_norm_eps: 1e-5,
-  rope_interleaved: false,
-  rope_scaling: null,
-  rope_theta: 100000,
-  tie_word_embeddings: true,
-  torch_dtype: 'bfloat16',
-  transformers_version: '4.42.3',
-  use_cache: true,
-  vocab_size: 49152,
-};
+// Verbatim config.json files of public checkpoints (Hugging Face Hub), trimmed of nothing:
+// SmolLM2-135M's is the shared one (testing/families.ts), Qwen2.5-0.5B-Instruct's is here.
+const smolLM2 = SMOLLM2_135M;
 const qwen25 = {
   architectures: ['Qwen2ForCausalLM'],
   attention_dropout: 0.0,
