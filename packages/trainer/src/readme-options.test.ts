@@ -1,5 +1,6 @@
 import { staleReadmeTables } from '@rlvr/options/readme';
 import { describe, expect, it } from 'vitest';
+import { SELECT_BACKEND_OPTIONS } from './backend/select-backend-options.js';
 import { GRPO_CONFIG } from './grpo/grpo-config.js';
 import { GRPO_TRAINER_OPTIONS } from './grpo/grpo-trainer-options.js';
 import { CREATE_LLAMA_MODEL_OPTIONS } from './model/llama-model-options.js';
@@ -22,6 +23,7 @@ describe('README options tables', () => {
       sftStep: LAYOUT_OPTIONS,
       completionLogprobs: COMPLETION_LOGPROBS_OPTIONS,
       createLlamaModel: CREATE_LLAMA_MODEL_OPTIONS.schema,
+      selectBackend: SELECT_BACKEND_OPTIONS.schema,
     };
     expect(
       staleReadmeTables(README, tables),

@@ -1,7 +1,9 @@
-import { ErrorCode, InvalidArgumentError, RlvrError, validateOptions } from '@rlvr/core';
+import { ErrorCode, InvalidArgumentError, RlvrError } from '@rlvr/core';
 import * as tf from '@tensorflow/tfjs-core';
+import { withoutUnsetNulls } from '../null-as-unset.js';
 import { registerOrtAttention } from './ort-attention.js';
 import { disableOrtMatMul, enableOrtMatMul } from './ort-matmul.js';
+import { SELECT_BACKEND_OPTIONS, type SelectBackendOptions } from './select-backend-options.js';
 import { registerWasmKernels } from './wasm-kernels.js';
 
 /**
@@ -30,22 +32,7 @@ const MODULES: Record<BackendName, readonly string[]> = {
  */
 export type MatMulEngine = 'onnxruntime' | 'backend';
 
-/** Options of {@link selectBackend}. */
-export type SelectBackendOptions = {
-  /** Backends to try, in order; the first that loads wins. Default {@link BACKEND_NAMES}. */
-  candidates?: readonly BackendName[];
-  /**
-   * Matrix-product engine on `wasm` (ignored on the other backends): `'auto'` (default) takes
-   * `onnxruntime` when onnxruntime-node loads and falls back to `backend`; `'onnxruntime'` fails
-   * when it does not load.
-   */
-  matMul?: 'auto' | MatMulEngine;
-  /**
-   * Threads of the onnxruntime matrix products (default: onnxruntime's choice, one per core). On a
-   * machine shared with other busy processes, 1 is often faster.
-   */
-  matMulThreads?: number;
-};
+export type { SelectBackendOptions } from './select-backend-options.js';
 
 /** What {@link selectBackend} chose and what it tried before. */
 export type SelectedBackend = {
@@ -80,12 +67,10 @@ export type SelectedBackend = {
  */
 export async function selectBackend(options?: SelectBackendOptions): Promise<SelectedBackend> {
   const functionName = 'selectBackend';
-  const opts = validateOptions<SelectBackendOptions>(options, {
-    parameter: 'options',
-    functionName,
-    known: ['candidates', 'matMul', 'matMulThreads'],
-  });
-  const matMul = opts.matMul ?? 'auto';
+  const opts = SELECT_BACKEND_OPTIONS.parse(
+    withoutUnsetNulls(SELECT_BACKEND_OPTIONS.schema, options),
+  );
+  const matMul = opts.matMul;
   if (!['auto', 'onnxruntime', 'backend'].includes(matMul)) {
     throw new InvalidArgumentError({
       parameter: 'options.matMul',
