@@ -27,22 +27,22 @@ import {
 } from '@rlvr/distill';
 import { defaultsOf, integer, schemaAt, withDefault, zod } from '@rlvr/options';
 import { createLlamaModel } from '@rlvr/trainer';
+import {
+  BACKEND_KEY,
+  DATASET_KEY,
+  REPORT_TO_KEY,
+  RESUME_KEY,
+  RUN_FOLDER_KEY,
+  SAMPLER_KEY,
+  SAVE_EVERY_KEY,
+} from '../config/common-keys.js';
+import { CONFIG_KEYS_TITLE, configHelp, configKey, configSpec } from '../config/config-keys.js';
 import { keysHelp } from '../config/config-schema.js';
-import type { ConfigSpec, ResolvedConfig } from '../config/load-config.js';
+import type { ResolvedConfig } from '../config/load-config.js';
 import { omitKeys } from '../config/option-keys.js';
-import {
-  DATASET_KEYS,
-  DATASET_SCHEMA,
-  loadDataset,
-  toPromptRecords,
-} from '../data/load-dataset.js';
+import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
-import {
-  loadModel,
-  SAMPLER_KEYS,
-  SAMPLER_SCHEMA,
-  selectTrainingBackend,
-} from '../model/resolve-model.js';
+import { loadModel, SAMPLER_KEYS, selectTrainingBackend } from '../model/resolve-model.js';
 import {
   BASE_URL_FLAG,
   type ModelSource,
@@ -56,9 +56,7 @@ import { REWARDS_SCHEMA, resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command, CommandContext } from './command.js';
 import { checkRunFolder, outputDirOf } from './run-folder.js';
 import {
-  DISTILL_STUDENT_KEYS,
   loopSettings,
-  POLICY_TRAINER_KEYS,
   STUDENT_DEFAULTS,
   STUDENT_KEYS_HELP,
   STUDENT_LOOP_DEFAULTS,
@@ -119,24 +117,48 @@ const { seed: _seed, ...FILTER_CONFIG_DEFAULTS } = FILTER_TRACES_DEFAULTS;
 /** The traces file in the run folder. */
 export const TRACES_FILE = 'traces.jsonl';
 
-const spec: ConfigSpec = {
-  known: [
-    'teacher',
-    'student',
-    'dataset',
-    'rewards',
-    'outputDir',
-    'reportTo',
-    'backend',
-    'sampler',
-    'resume',
-    'saveEvery',
-    'traces',
-    'filter',
-    'loss',
-    ...DISTILL_STUDENT_KEYS,
-    ...POLICY_TRAINER_KEYS,
-  ],
+/** `rlvr distill`'s own keys (besides the student and trainer keys), each declared once. */
+const DISTILL_KEYS = {
+  teacher: configKey(
+    'a model folder, or a served model',
+    "The teacher: a model folder sharing the student's tokenizer, or a served model { baseURL, model, api, … } (or --base-url URL with teacher = its name: SFT on its text only).",
+    SERVED_MODEL_SCHEMA,
+  ),
+  student: configKey(
+    'a checkpoint folder or a run folder',
+    'The model to train (with its tokenizer.json).',
+  ),
+  dataset: DATASET_KEY,
+  rewards: configKey(
+    'reward names, or entries',
+    'The verifier, as in grpo: a trace is accepted when its weighted reward is at least traces.acceptThreshold.',
+    REWARDS_SCHEMA,
+  ),
+  outputDir: RUN_FOLDER_KEY,
+  reportTo: REPORT_TO_KEY,
+  backend: BACKEND_KEY,
+  sampler: SAMPLER_KEY,
+  resume: RESUME_KEY,
+  saveEvery: SAVE_EVERY_KEY,
+  traces: configKey(
+    'an options object',
+    `@rlvr/distill generateTraces options (below); the traces go to outputDir/${TRACES_FILE}.`,
+    TRACES_SCHEMA,
+  ),
+  filter: configKey(
+    'an options object',
+    '@rlvr/distill filterTraces options (below).',
+    FILTER_TRACES_OPTIONS.schema,
+  ),
+  loss: configKey(
+    '{ type: sft } or { type: logits, divergence, … }',
+    "distillStudent's loss (below): SFT on the traces, or a divergence to the teacher's logits.",
+    LOSS_SCHEMA,
+  ),
+};
+
+const spec = configSpec({
+  keys: { ...DISTILL_KEYS, ...STUDENT_SCHEMAS },
   nested: {
     dataset: DATASET_KEYS,
     sampler: SAMPLER_KEYS,
@@ -155,17 +177,7 @@ const spec: ConfigSpec = {
     backend: 'auto',
   },
   required: ['teacher', 'student', 'dataset', 'rewards', 'outputDir'],
-  schemas: {
-    teacher: SERVED_MODEL_SCHEMA,
-    dataset: DATASET_SCHEMA,
-    rewards: REWARDS_SCHEMA,
-    sampler: SAMPLER_SCHEMA,
-    traces: TRACES_SCHEMA,
-    filter: FILTER_TRACES_OPTIONS.schema,
-    loss: LOSS_SCHEMA,
-    ...STUDENT_SCHEMAS,
-  },
-};
+});
 
 /**
  * The distill config as the run uses it (`--print-config`): a `{ type: logits }` loss shows
@@ -207,15 +219,11 @@ export const distillCommand: Command = {
   spec,
   flags: BASE_URL_FLAG,
   effectiveConfig: effectiveDistillConfig,
-  details: `Config keys: teacher and student (model folders sharing a tokenizer; the teacher may be a
-served model { baseURL, model, api, … } or --base-url URL with teacher = its name: its traces are
-SFT on text, re-tokenized by the student's tokenizer, and a logits loss is refused), dataset (prompts and
-answers), rewards (the verifier: a trace is accepted when its weighted reward ≥
-traces.acceptThreshold), outputDir, traces, filter, loss, ${DISTILL_STUDENT_KEYS.join(', ')}, saveEvery, the
-PolicyTrainer keys (schedule, optimizer, maxGradNorm, …, lora for a LoRA student: the run then
-also writes adapter/ in PEFT's files), reportTo, backend, sampler. The traces
-go to outputDir/traces.jsonl (resumed when the teacher and settings are the same; another
-teacher's file is refused without --overwrite).
+  details: `${configHelp(spec, [{ title: CONFIG_KEYS_TITLE, keys: Object.keys(DISTILL_KEYS) }])}
+and the student and trainer keys below (lora for a LoRA student: the run then also writes
+adapter/ in PEFT's files). A served teacher's traces are SFT on text, re-tokenized by the student's
+tokenizer (a logits loss is refused). The traces file is resumed when the teacher and settings are
+the same; another teacher's file is refused without --overwrite.
 Defaults: traces.k ${CLI_TRACES_DEFAULTS.k}, epochs ${STUDENT_LOOP_DEFAULTS.epochs}, batchSize ${STUDENT_LOOP_DEFAULTS.batchSize} are the CLI's (the packages require them);
 every other default is the package's (filter: every accepted trace, no maxPerPrompt cap;
 traces.sampling.temperature ${GENERATE_TRACES_DEFAULTS.sampling.temperature}; a logits loss: beta ${DISTILL_LOSS_DEFAULTS.beta} (jsd only), temperature ${DISTILL_LOSS_DEFAULTS.temperature},

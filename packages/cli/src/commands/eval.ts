@@ -2,16 +2,17 @@ import { join } from 'node:path';
 import { ErrorCode, passAtK, type WeightedReward } from '@rlvr/core';
 import { custom, defaultsOf, number, object, optional, text, withDefault } from '@rlvr/options';
 import { defaultExtract, defaultKs, majAtKFromAnswers } from '@rlvr/voting';
-import type { ConfigSpec } from '../config/load-config.js';
+import { REWARDS_KEY } from '../config/common-keys.js';
+import { configSpec } from '../config/config-keys.js';
 import type { DatasetRecord } from '../data/load-dataset.js';
 import { ConfigError } from '../errors/config-error.js';
 import { BASE_URL_FLAG } from '../model/served-model.js';
-import { REWARDS_SCHEMA, resolveRewards } from '../rewards/resolve-rewards.js';
+import { resolveRewards } from '../rewards/resolve-rewards.js';
 import type { Command } from './command.js';
 import {
-  SAMPLE_DATASET_KEYS_HELP,
   SAMPLE_DATASET_NESTED,
   SAMPLE_DATASET_SCHEMAS,
+  sampleConfigHelp,
   sampleDataset,
 } from './sample-dataset.js';
 import {
@@ -19,8 +20,7 @@ import {
   openOutput,
   readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
-  SAMPLING_DEFAULTS_HELP,
-  SAMPLING_KEYS,
+  SAMPLING_REQUEST_SCHEMAS,
 } from './sampling.js';
 
 /** Files `rlvr eval` writes into `outputDir`. */
@@ -46,24 +46,26 @@ const EVAL_SCHEMAS = {
   }),
 };
 
-const spec: ConfigSpec = {
-  known: [
-    'model',
-    'dataset',
-    'rewards',
-    'n',
-    'ks',
-    'threshold',
-    'batchSize',
-    'outputDir',
-    'sampler',
-    ...SAMPLING_KEYS,
-  ],
+const { model, dataset, n, batchSize, sampler } = SAMPLE_DATASET_SCHEMAS;
+/** `rlvr eval`'s own keys, each declared once (the SampleRequest keys follow them). */
+const EVAL_KEYS = {
+  model,
+  dataset,
+  rewards: REWARDS_KEY,
+  n,
+  ks: EVAL_SCHEMAS.ks,
+  threshold: EVAL_SCHEMAS.threshold,
+  batchSize,
+  outputDir: EVAL_SCHEMAS.outputDir,
+  sampler,
+};
+
+const spec = configSpec({
+  keys: { ...EVAL_KEYS, ...SAMPLING_REQUEST_SCHEMAS },
   nested: SAMPLE_DATASET_NESTED,
-  schemas: { ...SAMPLE_DATASET_SCHEMAS, ...EVAL_SCHEMAS, rewards: REWARDS_SCHEMA },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS, ...defaultsOf(object(EVAL_SCHEMAS)) },
   required: ['model', 'dataset', 'rewards', 'maxNewTokens'],
-};
+});
 
 /** One evaluated sample. */
 type Scored = {
@@ -132,15 +134,11 @@ export const evalCommand: Command = {
   usage: '--config eval.yaml [--set key=value]... [--overwrite]',
   spec,
   flags: BASE_URL_FLAG,
-  details: `Config keys: model (a checkpoint folder, or a served model { baseURL, model, api, … }:
-@rlvr/openai options; --base-url URL with model = the served name), dataset, rewards (as in grpo), n (samples per prompt), ks (default
-1, 2, 4, … n), threshold (a sample is correct when its weighted reward ≥ threshold; default 1),
-batchSize, outputDir (writes eval-results.json and eval-samples.jsonl there), sampler, and the
-SampleRequest keys ${SAMPLING_KEYS.join(', ')}.
-maj@k votes over the extracted final answers (@rlvr/voting) against the answer column.
-${SAMPLING_DEFAULTS_HELP}
-
-${SAMPLE_DATASET_KEYS_HELP}`,
+  details: sampleConfigHelp(
+    spec,
+    Object.keys(EVAL_KEYS),
+    'maj@k votes over the extracted final answers (@rlvr/voting) against the answer column.',
+  ),
   example: `rlvr eval --config eval.yaml --set model=grpo-run --set n=8
 # eval.yaml
 model: grpo-run

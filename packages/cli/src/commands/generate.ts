@@ -1,13 +1,13 @@
 import { ErrorCode } from '@rlvr/core';
 import { optional, text } from '@rlvr/options';
-import type { ConfigSpec } from '../config/load-config.js';
+import { configSpec } from '../config/config-keys.js';
 import { ConfigError } from '../errors/config-error.js';
 import { BASE_URL_FLAG } from '../model/served-model.js';
 import type { Command } from './command.js';
 import {
-  SAMPLE_DATASET_KEYS_HELP,
   SAMPLE_DATASET_NESTED,
   SAMPLE_DATASET_SCHEMAS,
+  sampleConfigHelp,
   sampleDataset,
 } from './sample-dataset.js';
 import {
@@ -15,20 +15,26 @@ import {
   openOutput,
   readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
-  SAMPLING_DEFAULTS_HELP,
-  SAMPLING_KEYS,
+  SAMPLING_REQUEST_SCHEMAS,
 } from './sampling.js';
 
-const spec: ConfigSpec = {
-  known: ['model', 'dataset', 'out', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
+const { model, dataset, n, batchSize, sampler } = SAMPLE_DATASET_SCHEMAS;
+/** `rlvr generate`'s own keys, each declared once (the SampleRequest keys follow them). */
+const GENERATE_KEYS = {
+  model,
+  dataset,
+  out: optional(text('a file path'), 'The JSONL file to write.'),
+  n,
+  batchSize,
+  sampler,
+};
+
+const spec = configSpec({
+  keys: { ...GENERATE_KEYS, ...SAMPLING_REQUEST_SCHEMAS },
   nested: SAMPLE_DATASET_NESTED,
-  schemas: {
-    ...SAMPLE_DATASET_SCHEMAS,
-    out: optional(text('a file path'), 'The JSONL file to write.'),
-  },
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'out', 'maxNewTokens'],
-};
+});
 
 export const generateCommand: Command = {
   name: 'generate',
@@ -36,15 +42,12 @@ export const generateCommand: Command = {
   usage: '--config generate.yaml [--set key=value]... [--overwrite]',
   spec,
   flags: BASE_URL_FLAG,
-  details: `Config keys: model (a checkpoint folder, or a served model { baseURL, model, api, … }:
-@rlvr/openai options; --base-url URL with model = the served name), dataset, out (the JSONL to write), n (completions per prompt, G),
-batchSize (prompts per sampler call), sampler (@rlvr/rollout options) and the SampleRequest keys
-${SAMPLING_KEYS.join(', ')}. Each output line:
-{"id", "prompt", "answer"?, "completions": [{"text", "finishReason", "tokens"}]}. The output
-feeds rlvr vote (samples) or your own analysis.
-${SAMPLING_DEFAULTS_HELP}
-
-${SAMPLE_DATASET_KEYS_HELP}`,
+  details: sampleConfigHelp(
+    spec,
+    Object.keys(GENERATE_KEYS),
+    `Each output line: {"id", "prompt", "answer"?, "completions": [{"text", "finishReason", "tokens"}]}.
+The output feeds rlvr vote (samples) or your own analysis.`,
+  ),
   example: `rlvr generate --set model=grpo-run --set dataset=data/test.jsonl --set out=samples.jsonl \\
   --set n=8 --set maxNewTokens=32 --set temperature=0.7`,
   async run(context) {

@@ -1,4 +1,4 @@
-import { type Schema, shapeOf } from '@rlvr/options';
+import { shapeOf } from '@rlvr/options';
 import {
   createGrpoTrainer,
   createLlamaModel,
@@ -7,8 +7,16 @@ import {
   GRPO_CONFIG_KEYS,
   type GrpoConfig,
 } from '@rlvr/trainer';
+import {
+  BACKEND_KEY,
+  DATASET_KEY,
+  REPORT_TO_KEY,
+  REWARDS_KEY,
+  SAMPLER_KEY,
+} from '../config/common-keys.js';
+import { CONFIG_KEYS_TITLE, configHelp, configKey, configSpec } from '../config/config-keys.js';
 import { keysHelp } from '../config/config-schema.js';
-import { attributeError, type ConfigSpec, type ResolvedConfig } from '../config/load-config.js';
+import { attributeError, type ResolvedConfig } from '../config/load-config.js';
 import { DATASET_KEYS, loadDataset, toPromptRecords } from '../data/load-dataset.js';
 import { startProgress } from '../logging/progress.js';
 import { openSinks, parseReportTo, sequentialWriter } from '../logging/sinks.js';
@@ -29,17 +37,29 @@ import {
   writeRunConfig,
 } from './run-folder.js';
 
+/** `rlvr grpo`'s own keys (besides @rlvr/trainer's `GrpoConfig` keys), each declared once. */
+const GRPO_CLI_SCHEMAS = {
+  model: configKey(
+    'a checkpoint folder or a run folder',
+    'The policy to train: a checkpoint folder, or the run folder of rlvr sft / grpo / distill.',
+  ),
+  dataset: DATASET_KEY,
+  rewards: REWARDS_KEY,
+  reportTo: REPORT_TO_KEY,
+  backend: BACKEND_KEY,
+  sampler: SAMPLER_KEY,
+  resume: configKey(
+    'true, or a checkpoint folder',
+    'Continue from the newest checkpoint in outputDir, or from this one (--resume sets true).',
+  ),
+  acceptConfigChanges: configKey(
+    'a boolean',
+    "Resume although the checkpoint's settings differ (the differences are logged).",
+  ),
+};
+
 /** Keys of `rlvr grpo`'s config besides @rlvr/trainer's `GrpoConfig` keys. */
-export const GRPO_CLI_KEYS = [
-  'model',
-  'dataset',
-  'rewards',
-  'reportTo',
-  'backend',
-  'sampler',
-  'resume',
-  'acceptConfigChanges',
-] as const;
+export const GRPO_CLI_KEYS = Object.keys(GRPO_CLI_SCHEMAS);
 
 /**
  * The CLI's own defaults; every `GrpoConfig` default is the trainer's, never set here: the
@@ -48,16 +68,18 @@ export const GRPO_CLI_KEYS = [
  */
 const GRPO_CLI_DEFAULTS = { reportTo: ['jsonl'], backend: 'auto' };
 
-/** @rlvr/trainer's `GrpoConfig` schema of each of its keys (for the config's JSON Schema). */
-const GRPO_SCHEMAS: Readonly<Record<string, Schema>> = shapeOf(GRPO_CONFIG.schema)!;
+/** @rlvr/trainer's `GrpoConfig` schema of each of its keys. */
+const GRPO_SHAPE = shapeOf(GRPO_CONFIG.schema)!;
 
-const spec: ConfigSpec = {
-  known: [...GRPO_CONFIG_KEYS, ...GRPO_CLI_KEYS],
+const spec = configSpec({
+  keys: {
+    ...Object.fromEntries(GRPO_CONFIG_KEYS.map((key) => [key, GRPO_SHAPE[key]!])),
+    ...GRPO_CLI_SCHEMAS,
+  },
   nested: { dataset: DATASET_KEYS, sampler: SAMPLER_KEYS },
   defaults: GRPO_CLI_DEFAULTS,
   required: ['model', 'dataset', 'rewards', 'outputDir', 'maxSteps', 'maxNewTokens'],
-  schemas: GRPO_SCHEMAS,
-};
+});
 
 /** `--help` lines of the `GrpoConfig` keys: what each takes and its default, from the schema. */
 const GRPO_KEYS_HELP = `GrpoConfig (@rlvr/trainer; --print-config shows the values a run uses):
@@ -129,12 +151,9 @@ export const grpoCommand: Command = {
   trains: true,
   spec,
   effectiveConfig: effectiveGrpoRunConfig,
-  details: `Config keys: @rlvr/trainer's GrpoConfig (listed below, from its schema; see its README)
-plus model (checkpoint folder or run folder), dataset (path or { path, columns, format, limit }),
-rewards (names: math, r1-format, ifeval, code, countdown, … with weights, or { module: ./r.js }),
-reportTo, backend (auto|wasm|cpu), sampler (@rlvr/rollout options: workers, threads, engine, …),
-resume, acceptConfigChanges. Writes outputDir/metrics.jsonl, completions.jsonl, checkpoints/,
-model/ (the final policy) and rlvr-config.yaml.
+  details: `${configHelp(spec, [{ title: CONFIG_KEYS_TITLE, keys: GRPO_CLI_KEYS }])}
+and @rlvr/trainer's GrpoConfig keys (below; see its README). Writes outputDir/metrics.jsonl,
+completions.jsonl, checkpoints/, model/ (the final policy) and rlvr-config.yaml.
 
 ${GRPO_KEYS_HELP}`,
   example: `rlvr grpo --config grpo.yaml --set beta=0.04 --report-to jsonl,tensorboard

@@ -1,21 +1,24 @@
 import type { Completion } from '@rlvr/core';
+import { DATASET_KEY, SAMPLED_MODEL_KEY, SAMPLER_KEY } from '../config/common-keys.js';
+import { CONFIG_KEYS_TITLE, configHelp } from '../config/config-keys.js';
 import { keysHelp } from '../config/config-schema.js';
+import type { ConfigSpec } from '../config/load-config.js';
 import {
   DATASET_KEYS,
   DATASET_OPTIONS,
-  DATASET_SCHEMA,
   type DatasetRecord,
   loadDataset,
 } from '../data/load-dataset.js';
 import { SAMPLER_KEYS, SAMPLER_SCHEMA } from '../model/resolve-model.js';
-import {
-  resolveModelSource,
-  SERVED_MODEL_KEYS,
-  SERVED_MODEL_SCHEMA,
-  samplerOf,
-} from '../model/served-model.js';
+import { resolveModelSource, SERVED_MODEL_KEYS, samplerOf } from '../model/served-model.js';
 import type { CommandContext } from './command.js';
-import { SAMPLING_COMMAND_SCHEMAS, sampleAll, samplingOf } from './sampling.js';
+import {
+  SAMPLING_COMMAND_SCHEMAS,
+  SAMPLING_DEFAULTS_HELP,
+  SAMPLING_KEYS,
+  sampleAll,
+  samplingOf,
+} from './sampling.js';
 
 /** The nested keys of `generate`, `eval` and `vote --sample` (each from its package's schema). */
 export const SAMPLE_DATASET_NESTED = {
@@ -24,19 +27,40 @@ export const SAMPLE_DATASET_NESTED = {
   model: SERVED_MODEL_KEYS,
 } as const;
 
-/** The schemas of those keys, for the configs' JSON Schemas. */
+/** The declarations of the keys `generate`, `eval` and `vote --sample` share. */
 export const SAMPLE_DATASET_SCHEMAS = {
+  model: SAMPLED_MODEL_KEY,
+  dataset: DATASET_KEY,
   ...SAMPLING_COMMAND_SCHEMAS,
-  model: SERVED_MODEL_SCHEMA,
-  dataset: DATASET_SCHEMA,
-  sampler: SAMPLER_SCHEMA,
+  sampler: SAMPLER_KEY,
 } as const;
 
 /** The `--help` lines of the `dataset` and `sampler` keys, from their schemas. */
-export const SAMPLE_DATASET_KEYS_HELP = `dataset (a file path, or):
+const SAMPLE_DATASET_KEYS_HELP = `dataset (a file path, or):
 ${keysHelp('dataset.', DATASET_OPTIONS.schema).join('\n')}
 sampler (@rlvr/rollout createOnnxSampler, less the keys the CLI sets; a local model only):
 ${keysHelp('sampler.', SAMPLER_SCHEMA).join('\n')}`;
+
+/**
+ * The `--help` text of a `generate` / `eval` / `vote --sample` config, from its declarations: its
+ * own keys (`keys`), the SampleRequest keys, `notes` (what the command writes), the defaults line
+ * and the `dataset` / `sampler` keys.
+ */
+export function sampleConfigHelp(spec: ConfigSpec, keys: readonly string[], notes: string): string {
+  return `${configHelp(spec, [
+    { title: CONFIG_KEYS_TITLE, keys },
+    {
+      title: "SampleRequest (@rlvr/core's; passed to the sampler, which checks them)",
+      keys: SAMPLING_KEYS,
+      describe: false,
+      cliDefaults: false, // the defaults line below says whose they are
+    },
+  ])}
+${notes}
+${SAMPLING_DEFAULTS_HELP}
+
+${SAMPLE_DATASET_KEYS_HELP}`;
+}
 
 /**
  * What `generate`, `eval` and `vote --sample` share: the config's model (a folder, or a served

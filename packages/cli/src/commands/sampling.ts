@@ -8,7 +8,14 @@ import {
   SAMPLE_REQUEST_KEYS,
   type Sampler,
 } from '@rlvr/core';
-import { integer, object, parseOptions, type Schema, withDefault } from '@rlvr/options';
+import {
+  integer,
+  object,
+  parseOptions,
+  type Schema,
+  sampleRequestFields,
+  withDefault,
+} from '@rlvr/options';
 import { omitKeys } from '../config/option-keys.js';
 import { startProgress } from '../logging/progress.js';
 
@@ -27,6 +34,8 @@ export const SAMPLING_KEYS_NOT_IN_CONFIG = [
 ] as const;
 /** SampleRequest keys a `generate` / `eval` config may set (@rlvr/core's `SAMPLE_REQUEST_KEYS`). */
 export const SAMPLING_KEYS = omitKeys(SAMPLE_REQUEST_KEYS, SAMPLING_KEYS_NOT_IN_CONFIG);
+/** The declarations of {@link SAMPLING_KEYS} (@rlvr/options' `SampleRequest` fields, passed through). */
+export const SAMPLING_REQUEST_SCHEMAS = sampleRequestFields(SAMPLING_KEYS_NOT_IN_CONFIG);
 
 /**
  * The CLI's own defaults of `generate` and `eval`, defined once and shown by `--help`, the README

@@ -1,6 +1,13 @@
 import { ErrorCode } from '@rlvr/core';
 import type { TraceRecord } from '@rlvr/distill';
-import type { ConfigSpec } from '../config/load-config.js';
+import {
+  BACKEND_KEY,
+  REPORT_TO_KEY,
+  RESUME_KEY,
+  RUN_FOLDER_KEY,
+  SAVE_EVERY_KEY,
+} from '../config/common-keys.js';
+import { CONFIG_KEYS_TITLE, configHelp, configKey, configSpec } from '../config/config-keys.js';
 import {
   DATASET_KEYS,
   DATASET_SCHEMA,
@@ -12,27 +19,32 @@ import { loadModel, selectTrainingBackend } from '../model/resolve-model.js';
 import type { Command } from './command.js';
 import { checkRunFolder, outputDirOf } from './run-folder.js';
 import {
-  DISTILL_STUDENT_KEYS,
-  POLICY_TRAINER_KEYS,
   STUDENT_DEFAULTS,
   STUDENT_KEYS_HELP,
-  STUDENT_LOOP_DEFAULTS,
   STUDENT_SCHEMAS,
   trainStudent,
 } from './train-student.js';
 
-const spec: ConfigSpec = {
-  known: [
-    'model',
-    'dataset',
-    'outputDir',
-    'reportTo',
-    'backend',
-    'resume',
-    'saveEvery',
-    ...DISTILL_STUDENT_KEYS,
-    ...POLICY_TRAINER_KEYS,
-  ],
+/** `rlvr sft`'s own keys (besides the student and trainer keys), each declared once. */
+const SFT_KEYS = {
+  model: configKey(
+    'a checkpoint folder or a run folder',
+    'The model to fine-tune (with its tokenizer.json).',
+  ),
+  dataset: configKey(
+    'a file path, or a dataset object',
+    'Prompt / completion pairs: a file, or { path, format, columns, limit } (map the columns with dataset.columns).',
+    DATASET_SCHEMA,
+  ),
+  outputDir: RUN_FOLDER_KEY,
+  reportTo: REPORT_TO_KEY,
+  backend: BACKEND_KEY,
+  resume: RESUME_KEY,
+  saveEvery: SAVE_EVERY_KEY,
+};
+
+const spec = configSpec({
+  keys: { ...SFT_KEYS, ...STUDENT_SCHEMAS },
   nested: { dataset: DATASET_KEYS },
   defaults: {
     ...STUDENT_DEFAULTS,
@@ -40,8 +52,7 @@ const spec: ConfigSpec = {
     backend: 'auto',
   },
   required: ['model', 'dataset', 'outputDir'],
-  schemas: { dataset: DATASET_SCHEMA, ...STUDENT_SCHEMAS },
-};
+});
 
 /** Dataset rows as SFT traces: the completion tokens (then EOS) are the targets. */
 export function sftTraces(
@@ -75,15 +86,9 @@ export const sftCommand: Command = {
     '--config sft.yaml [--set key=value]... [--report-to jsonl,csv,tensorboard] [--resume | --overwrite]',
   trains: true,
   spec,
-  details: `Config keys: model, dataset (needs prompt and completion columns; map them with
-dataset.columns), outputDir, reportTo, backend (auto|wasm|cpu), resume, saveEvery;
-distillStudent's epochs and batchSize (required there; the CLI's defaults are ${STUDENT_LOOP_DEFAULTS.epochs} and
-${STUDENT_LOOP_DEFAULTS.batchSize}), pack, seed; PolicyTrainer's schedule (learningRate, schedule,
-warmupSteps, totalSteps: the run's steps when unset), optimizer, maxGradNorm, microBatchSize,
-microBatchTokens, gradientCheckpointing, memoryLimitBytes, lora (PEFT's LoraConfig: r, alpha,
-dropout, targetModules, rslora, adapter: a PEFT adapter folder to continue from; the run then also
-writes adapter/), onNonFinite, maxConsecutiveSkips (their defaults are the packages'; --print-config shows them). The loss is token-mean cross-entropy on the completion tokens
-(and EOS). Writes outputDir/metrics.*, checkpoint/, model/ and rlvr-config.yaml.
+  details: `${configHelp(spec, [{ title: CONFIG_KEYS_TITLE, keys: Object.keys(SFT_KEYS) }])}
+and the student and trainer keys below (lora: PEFT's LoraConfig; the run then also writes
+adapter/). The loss is token-mean cross-entropy on the completion tokens (and EOS).
 
 ${STUDENT_KEYS_HELP}`,
   example: `rlvr sft --config sft.yaml --set epochs=3 --set schedule.learningRate=3e-3

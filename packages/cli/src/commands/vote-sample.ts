@@ -1,29 +1,31 @@
 import type { VoteRecord } from '@rlvr/voting';
-import type { ConfigSpec } from '../config/load-config.js';
+import { configSpec } from '../config/config-keys.js';
 import { BASE_URL_FLAG } from '../model/served-model.js';
 import type { Command } from './command.js';
 import {
-  SAMPLE_DATASET_KEYS_HELP,
   SAMPLE_DATASET_NESTED,
   SAMPLE_DATASET_SCHEMAS,
+  sampleConfigHelp,
   sampleDataset,
 } from './sample-dataset.js';
 import {
   checkOutput,
   readSampleCounts,
   SAMPLING_COMMAND_DEFAULTS,
-  SAMPLING_DEFAULTS_HELP,
-  SAMPLING_KEYS,
+  SAMPLING_REQUEST_SCHEMAS,
 } from './sampling.js';
 import { printVotes } from './vote.js';
 
-const spec: ConfigSpec = {
-  known: ['model', 'dataset', 'n', 'batchSize', 'sampler', ...SAMPLING_KEYS],
+const { model, dataset, n, batchSize, sampler } = SAMPLE_DATASET_SCHEMAS;
+/** `rlvr vote --sample`'s own keys: generate's without `out` (the SampleRequest keys follow). */
+const VOTE_SAMPLE_KEYS = { model, dataset, n, batchSize, sampler };
+
+const spec = configSpec({
+  keys: { ...VOTE_SAMPLE_KEYS, ...SAMPLING_REQUEST_SCHEMAS },
   nested: SAMPLE_DATASET_NESTED,
-  schemas: SAMPLE_DATASET_SCHEMAS,
   defaults: { ...SAMPLING_COMMAND_DEFAULTS },
   required: ['model', 'dataset', 'maxNewTokens'],
-};
+});
 
 /** `rlvr vote --sample`: sample n answers per prompt from a model, then vote as `rlvr vote` does. */
 export const voteSampleCommand: Command = {
@@ -38,13 +40,12 @@ export const voteSampleCommand: Command = {
     ks: { type: 'string', help: 'LIST  the k values of the curve (default 1, 2, 4, … n)' },
     ...BASE_URL_FLAG,
   },
-  details: `Config keys as rlvr generate (without out): model (a checkpoint folder or a served model
-{ baseURL, model, api, … }), dataset (prompts, answers for the pass@k / maj@k table), n, batchSize,
-sampler and the SampleRequest keys. Votes with @rlvr/voting's defaults (final answer, math
-equivalence).
-${SAMPLING_DEFAULTS_HELP}
-
-${SAMPLE_DATASET_KEYS_HELP}`,
+  details: sampleConfigHelp(
+    spec,
+    Object.keys(VOTE_SAMPLE_KEYS),
+    `The dataset's answers give the pass@k / maj@k table. Votes with @rlvr/voting's defaults
+(final answer, math equivalence).`,
+  ),
   example: `rlvr vote --sample --base-url http://127.0.0.1:8000/v1 --set model=Qwen/Qwen3-0.6B \\
   --set dataset=data/test.jsonl --set n=16 --set maxNewTokens=512 --set temperature=0.6 --ks 1,4,16`,
   async run(context) {

@@ -13,7 +13,10 @@ import { ConfigError } from '../errors/config-error.js';
 
 /** What one subcommand's config may hold. */
 export type ConfigSpec = {
-  /** Every top-level key the config may have (anything else is an error naming the closest). */
+  /**
+   * Every top-level key the config may have (anything else is an error naming the closest); the
+   * commands' specs derive it from their declared keys (`configSpec`).
+   */
   known: readonly string[];
   /** Nested objects whose keys the CLI checks itself (the packages check the others). */
   nested?: Readonly<Record<string, readonly string[]>>;
@@ -24,8 +27,9 @@ export type ConfigSpec = {
   /** Wrong names mapped to the right one, for the "did you mean" hint only. */
   aliases?: Readonly<Record<string, string>>;
   /**
-   * The packages' option schemas of the keys that are passed to them (`traces`: generateTraces'
-   * options less the keys the CLI sets), for the config's JSON Schema and `--help`.
+   * The declaration of each key: the packages' option schemas of the keys that are passed to them
+   * (`traces`: generateTraces' options less the keys the CLI sets), the CLI's own declarations of
+   * the others, for the config's JSON Schema and `--help`.
    */
   schemas?: Readonly<Record<string, Schema>>;
 };
