@@ -1,35 +1,17 @@
 import { InvalidArgumentError } from '@rlvr/core';
 import { describe, expect, it } from 'vitest';
-import { SMOLLM2_135M } from '../testing/families.js';
+import { QWEN2_5_0_5B, SMOLLM2_135M } from '../testing/families.js';
 import { countParameters, llamaBiases, parseLlamaConfig } from './llama-config.js';
 
 // Verbatim config.json files of public checkpoints (Hugging Face Hub), trimmed of nothing:
-// SmolLM2-135M's is the shared one (testing/families.ts), Qwen2.5-0.5B-Instruct's is here.
+// SmolLM2-135M's is the shared one (testing/families.ts).
 const smolLM2 = SMOLLM2_135M;
+// Qwen2.5-0.5B-Instruct's: the base model's (testing/families.ts) but for these fields
 const qwen25 = {
-  architectures: ['Qwen2ForCausalLM'],
-  attention_dropout: 0.0,
-  bos_token_id: 151643,
+  ...QWEN2_5_0_5B,
   eos_token_id: 151645,
-  hidden_act: 'silu',
-  hidden_size: 896,
-  initializer_range: 0.02,
-  intermediate_size: 4864,
-  max_position_embeddings: 32768,
   max_window_layers: 21,
-  model_type: 'qwen2',
-  num_attention_heads: 14,
-  num_hidden_layers: 24,
-  num_key_value_heads: 2,
-  rms_norm_eps: 1e-6,
-  rope_theta: 1000000.0,
-  sliding_window: 32768,
-  tie_word_embeddings: true,
-  torch_dtype: 'bfloat16',
   transformers_version: '4.43.1',
-  use_cache: true,
-  use_sliding_window: false,
-  vocab_size: 151936,
 };
 
 describe('parseLlamaConfig', () => {

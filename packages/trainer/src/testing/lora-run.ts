@@ -3,7 +3,7 @@
 // Child process use: `node --import tsx lora-run.ts <dir> <maxSteps> [config.json fields]`: the
 // fields (a real checkpoint's shape, e.g. the bench's Qwen2.5-0.5B) replace the tiny model's; the
 // task's tokenizer only ever emits its own ids, the sampler may draw any id of the shape's vocab.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -112,44 +112,46 @@ export function deterministic(line: string) {
 export const readLines = async (path: string) =>
   (await readFile(path, 'utf8')).split('\n').filter((line) => line !== '');
 
-/** Runs the LoRA task in its own process to the end (`maxSteps`), resuming what `outputDir` holds. */
-export async function runInChild(
+/** Starts the LoRA task (this file) in a child process; `stderr()` is what it wrote so far. */
+function spawnRun(
   outputDir: string,
   options: { maxSteps: number; config?: Record<string, unknown> },
-): Promise<void> {
+): { child: ChildProcess; stderr: () => string } {
   const args = [join(import.meta.dirname, 'lora-run.ts'), outputDir, String(options.maxSteps)];
   if (options.config) args.push(JSON.stringify(options.config));
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => {
-    stderr += String(chunk);
+  let text = '';
+  child.stderr!.on('data', (chunk) => {
+    text += String(chunk);
   });
+  return { child, stderr: () => text };
+}
+
+/** Runs the LoRA task in its own process to the end (`maxSteps`), resuming what `outputDir` holds. */
+export async function runInChild(
+  outputDir: string,
+  options: { maxSteps: number; config?: Record<string, unknown> },
+): Promise<void> {
+  const { child, stderr } = spawnRun(outputDir, options);
   const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
     child.on('exit', (c, s) => resolve([c, s])),
   );
-  if (code !== 0) throw new Error(`the run failed (${signal ?? `exit code ${code}`}):\n${stderr}`);
+  if (code !== 0)
+    throw new Error(`the run failed (${signal ?? `exit code ${code}`}):\n${stderr()}`);
 }
 
 /**
  * Runs the task for `maxSteps` in a child process and SIGKILLs it (no cleanup) as soon as `after`
- * steps are logged, i.e. during step `after + 1`. Resolves with the child's stderr once it is dead;
+ * steps are logged, i.e. during step `after + 1`. Resolves once it is dead;
  * throws if the child ended by itself first. @internal
  */
 export async function killDuringStep(
   outputDir: string,
   options: { maxSteps: number; after: number; config?: Record<string, unknown> },
 ): Promise<void> {
-  const args = [join(import.meta.dirname, 'lora-run.ts'), outputDir, String(options.maxSteps)];
-  if (options.config) args.push(JSON.stringify(options.config));
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => {
-    stderr += String(chunk);
-  });
+  const { child, stderr } = spawnRun(outputDir, options);
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   let lines = 0;
   const running = () => child.exitCode === null && child.signalCode === null;
@@ -159,7 +161,7 @@ export async function killDuringStep(
   }
   if (!running()) {
     const how = child.signalCode ?? `exit code ${child.exitCode}`;
-    throw new Error(`the run ended (${how}) before it was killed:\n${stderr}`);
+    throw new Error(`the run ended (${how}) before it was killed:\n${stderr()}`);
   }
   child.kill('SIGKILL');
   await exited;
